@@ -1,0 +1,56 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package servicenameprocessor // import "github.com/nexovue/otelcol-nexovue/processor/servicenameprocessor"
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+const (
+	// defaultMaxValueLength is the bound, in bytes, on service.name and on
+	// every value taken from OTEL_RESOURCE_ATTRIBUTES.
+	defaultMaxValueLength = 255
+	// minMaxValueLength keeps room for "unknown_service:" and a few bytes
+	// of an executable name.
+	minMaxValueLength = 32
+	// maxMaxValueLength is the largest bound accepted.
+	maxMaxValueLength = 4096
+)
+
+// Config is the configuration of the service_name processor.
+type Config struct {
+	// KeepEnvAttributes keeps the process.environment_variable.OTEL_SERVICE_NAME
+	// and process.environment_variable.OTEL_RESOURCE_ATTRIBUTES resource
+	// attributes after naming. By default they are removed, since a process
+	// environment may hold secrets.
+	KeepEnvAttributes bool `mapstructure:"keep_env_attributes"`
+
+	// MaxValueLength bounds, in bytes, the service.name the processor sets and
+	// every attribute value it takes from OTEL_RESOURCE_ATTRIBUTES. Longer
+	// values are cut on a UTF-8 boundary.
+	MaxValueLength int `mapstructure:"max_value_length"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		KeepEnvAttributes: false,
+		MaxValueLength:    defaultMaxValueLength,
+	}
+}
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	if cfg.MaxValueLength < minMaxValueLength || cfg.MaxValueLength > maxMaxValueLength {
+		return fmt.Errorf("max_value_length: must be between %d and %d bytes, got %d",
+			minMaxValueLength, maxMaxValueLength, cfg.MaxValueLength)
+	}
+	return nil
+}

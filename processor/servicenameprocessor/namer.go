@@ -1,0 +1,319 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package servicenameprocessor // import "github.com/nexovue/otelcol-nexovue/processor/servicenameprocessor"
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Attribute keys read and written. The env keys are exactly those the
+// OpenTelemetry eBPF profiler puts on each process's resource
+// ("process.environment_variable." + the variable's name, see
+// reporter/internal/pdata/generate.go: setResourceAttributes).
+const (
+	keyServiceName    = "service.name"
+	keyExecutableName = "process.executable.name"
+	keyExecutablePath = "process.executable.path"
+	envAttrPrefix     = "process.environment_variable."
+	keyEnvServiceName = envAttrPrefix + "OTEL_SERVICE_NAME"
+	keyEnvResAttrs    = envAttrPrefix + "OTEL_RESOURCE_ATTRIBUTES"
+
+	unknownService       = "unknown_service"
+	unknownServicePrefix = unknownService + ":"
+
+	// maxResourceAttributeEntries is the number of OTEL_RESOURCE_ATTRIBUTES
+	// entries read, the W3C Baggage limit on list members; later entries are
+	// skipped.
+	maxResourceAttributeEntries = 180
+)
+
+// source tells which rule named a resource.
+type source int
+
+const (
+	sourceExisting source = iota
+	sourceOTelServiceName
+	sourceOTelResourceAttributes
+	sourceUnknownService
+	numSources
+)
+
+// String returns the value of the telemetry attribute "source".
+func (s source) String() string {
+	switch s {
+	case sourceExisting:
+		return "existing"
+	case sourceOTelServiceName:
+		return "otel_service_name"
+	case sourceOTelResourceAttributes:
+		return "otel_resource_attributes"
+	case sourceUnknownService:
+		return unknownService
+	}
+	return "invalid"
+}
+
+// namer applies the naming rules to one resource's attributes, in place.
+type namer struct {
+	keepEnvAttributes bool
+	maxValueLength    int
+}
+
+func newNamer(cfg *Config) namer {
+	return namer{keepEnvAttributes: cfg.KeepEnvAttributes, maxValueLength: cfg.MaxValueLength}
+}
+
+// resourceFields are the attributes a namer reads, found in one pass.
+type resourceFields struct {
+	serviceName    pcommon.Value
+	envServiceName pcommon.Value
+	envResAttrs    pcommon.Value
+	executableName pcommon.Value
+	executablePath pcommon.Value
+	hasServiceName bool
+	hasEnvSvcName  bool
+	hasEnvResAttrs bool
+	hasExeName     bool
+	hasExePath     bool
+}
+
+func readFields(attrs pcommon.Map) resourceFields {
+	var f resourceFields
+	for k, v := range attrs.All() {
+		switch k {
+		case keyServiceName:
+			f.serviceName, f.hasServiceName = v, true
+		case keyEnvServiceName:
+			f.envServiceName, f.hasEnvSvcName = v, true
+		case keyEnvResAttrs:
+			f.envResAttrs, f.hasEnvResAttrs = v, true
+		case keyExecutableName:
+			f.executableName, f.hasExeName = v, true
+		case keyExecutablePath:
+			f.executablePath, f.hasExePath = v, true
+		}
+	}
+	return f
+}
+
+// strOf returns v's string when present and of string type, else "".
+func strOf(v pcommon.Value, present bool) string {
+	if !present || v.Type() != pcommon.ValueTypeStr {
+		return ""
+	}
+	return v.Str()
+}
+
+// name gives attrs a service.name by the first rule that applies, adds the
+// other OTEL_RESOURCE_ATTRIBUTES keys that are absent and, unless configured
+// otherwise, removes the env attributes it read. It returns the rule that
+// named the resource and how many OTEL_RESOURCE_ATTRIBUTES entries it
+// skipped. It never logs, and never returns an env value.
+func (n namer) name(attrs pcommon.Map) (source, int) {
+	f := readFields(attrs)
+
+	src := sourceUnknownService
+	name := ""
+	// Rule 1: a non-empty service.name already there is kept as it is.
+	if strings.TrimSpace(strOf(f.serviceName, f.hasServiceName)) != "" {
+		src = sourceExisting
+	} else if svc := strings.TrimSpace(strOf(f.envServiceName, f.hasEnvSvcName)); svc != "" {
+		// Rule 2: OTEL_SERVICE_NAME, trimmed.
+		src = sourceOTelServiceName
+		name = boundValue(svc, n.maxValueLength)
+	}
+
+	// Rule 3: OTEL_RESOURCE_ATTRIBUTES. Its other keys apply whichever rule
+	// named the resource, as in an SDK, where OTEL_SERVICE_NAME only wins
+	// for service.name; they never replace an attribute already there.
+	skipped := 0
+	if ra := strOf(f.envResAttrs, f.hasEnvResAttrs); ra != "" {
+		var raName string
+		raName, skipped = n.applyResourceAttributes(attrs, ra)
+		if src == sourceUnknownService && raName != "" {
+			src = sourceOTelResourceAttributes
+			name = raName
+		}
+	}
+
+	// Rule 4: unknown_service:<executable>.
+	if src == sourceUnknownService {
+		name = n.unknownServiceName(
+			strOf(f.executableName, f.hasExeName),
+			strOf(f.executablePath, f.hasExePath))
+	}
+
+	if src != sourceExisting {
+		attrs.PutStr(keyServiceName, name)
+	}
+	if !n.keepEnvAttributes {
+		if f.hasEnvSvcName {
+			attrs.Remove(keyEnvServiceName)
+		}
+		if f.hasEnvResAttrs {
+			attrs.Remove(keyEnvResAttrs)
+		}
+	}
+	return src, skipped
+}
+
+// applyResourceAttributes parses an OTEL_RESOURCE_ATTRIBUTES value, adds each
+// well-formed key other than service.name to attrs when absent, and returns
+// the trimmed service.name it holds ("" if none) and the number of entries
+// skipped. Entries are read from the last to the first so that, as in an
+// SDK, the last of duplicate keys wins.
+func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string) (string, int) {
+	skipped := 0
+	if c := strings.Count(ra, ","); c >= maxResourceAttributeEntries {
+		skipped = c + 1 - maxResourceAttributeEntries
+		ra = ra[:nthIndexByte(ra, ',', maxResourceAttributeEntries)]
+	}
+
+	name := ""
+	nameSeen := false
+	for ra != "" {
+		var entry string
+		if i := strings.LastIndexByte(ra, ','); i >= 0 {
+			entry, ra = ra[i+1:], ra[:i]
+		} else {
+			entry, ra = ra, ""
+		}
+		entry = trimOWS(entry)
+		if entry == "" {
+			// An empty list member (a stray comma) carries nothing.
+			continue
+		}
+		rawKey, rawValue, ok := strings.Cut(entry, "=")
+		key := trimOWS(rawKey)
+		if !ok || key == "" || len(key) > n.maxValueLength || !utf8.ValidString(key) {
+			skipped++
+			continue
+		}
+		value, ok := percentDecode(trimOWS(rawValue))
+		if !ok {
+			skipped++
+			continue
+		}
+		switch {
+		case key == keyServiceName:
+			if !nameSeen {
+				nameSeen = true
+				name = strings.Clone(boundValue(strings.TrimSpace(value), n.maxValueLength))
+			}
+		case strings.HasPrefix(key, envAttrPrefix):
+			// Never let the variable fake a captured environment variable.
+		default:
+			if _, exists := attrs.Get(key); !exists {
+				attrs.PutStr(strings.Clone(key), strings.Clone(boundValue(value, n.maxValueLength)))
+			}
+		}
+	}
+	return name, skipped
+}
+
+// unknownServiceName is "unknown_service:" and the executable's name, or
+// the last element of its path, or "unknown_service" when both are missing.
+func (n namer) unknownServiceName(exeName, exePath string) string {
+	exe := strings.TrimSpace(exeName)
+	if exe == "" {
+		exe = lastPathElement(exePath)
+	}
+	if exe == "" {
+		return unknownService
+	}
+	return boundValue(unknownServicePrefix+exe, n.maxValueLength)
+}
+
+// lastPathElement returns the last element of a Unix or Windows path,
+// ignoring trailing separators; "" when there is none.
+func lastPathElement(p string) string {
+	p = strings.TrimRight(strings.TrimSpace(p), `/\`)
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
+}
+
+// boundValue repairs invalid UTF-8 (each invalid run becomes U+FFFD) and
+// cuts s to at most maxLen bytes on a UTF-8 boundary. It returns s itself,
+// without allocating, when s is valid and short enough.
+func boundValue(s string, maxLen int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= maxLen {
+		return s
+	}
+	cut := maxLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// percentDecode decodes %XX escapes as the W3C Baggage format (and so
+// OTEL_RESOURCE_ATTRIBUTES) defines them. A '%' not followed by two hex
+// digits makes the value malformed. '+' stays '+'. It does not allocate when
+// s holds no '%'.
+func percentDecode(s string) (string, bool) {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s, true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		hi, ok1 := unhex(s[i+1])
+		lo, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		b.WriteByte(hi<<4 | lo)
+		i += 2
+	}
+	return b.String(), true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// trimOWS trims the optional white space (spaces and tabs) that W3C Baggage
+// allows around list members, keys and values.
+func trimOWS(s string) string {
+	return strings.Trim(s, " \t")
+}
+
+// nthIndexByte returns the index of the n-th (1-based) c in s, or len(s).
+func nthIndexByte(s string, c byte, n int) int {
+	off := 0
+	for ; n > 0; n-- {
+		i := strings.IndexByte(s[off:], c)
+		if i < 0 {
+			return len(s)
+		}
+		off += i + 1
+	}
+	return off - 1
+}
