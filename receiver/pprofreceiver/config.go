@@ -1,0 +1,132 @@
+package pprofreceiver // import "github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver"
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/confmap"
+)
+
+const (
+	defaultCollectionInterval = 30 * time.Second
+	defaultMaxBodySize        = 64 << 20 // 64 MiB
+)
+
+// Config is the configuration of the pprof receiver.
+type Config struct {
+	// Remote is the pprof endpoint to scrape and how.
+	Remote RemoteConfig `mapstructure:"remote"`
+	// ServiceName, if set, is put on the resource as service.name.
+	ServiceName string `mapstructure:"service_name"`
+	// Delta sends cumulative sample types (alloc_*, contentions, delay) as
+	// the difference from the previous scrape. Default true.
+	Delta bool `mapstructure:"delta"`
+	// KeepOriginalPayload attaches the raw pprof to the first profile of
+	// every scrape (original_payload, format "pprof"). Default false.
+	KeepOriginalPayload bool `mapstructure:"keep_original_payload"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// RemoteConfig is the scraped endpoint: the confighttp client settings
+// (endpoint, tls, headers, auth, timeout, ...) plus the scrape interval and
+// the body size limit.
+type RemoteConfig struct {
+	confighttp.ClientConfig `mapstructure:",squash"`
+	// CollectionInterval is the time between the starts of two scrapes.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// MaxBodySize is the largest body accepted, in bytes, both as received
+	// and once decompressed.
+	MaxBodySize int64 `mapstructure:"max_body_size"`
+}
+
+var _ confmap.Validator = (*Config)(nil)
+
+// Validate checks the configuration; errors name the key's path.
+func (cfg *Config) Validate() error {
+	r := &cfg.Remote
+	var errs []error
+	if r.CollectionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("remote::collection_interval: must be positive, got %s", r.CollectionInterval))
+	}
+	if r.MaxBodySize <= 0 {
+		errs = append(errs, fmt.Errorf("remote::max_body_size: must be positive, got %d", r.MaxBodySize))
+	}
+	if r.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("remote::timeout: must not be negative, got %s", r.Timeout))
+	}
+	if r.Endpoint == "" {
+		errs = append(errs, errors.New("remote::endpoint: must be set, e.g. http://checkout:6060/debug/pprof/heap"))
+		return errors.Join(errs...)
+	}
+	u, err := parseEndpoint(r.Endpoint)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("remote::endpoint: %w", err))
+		return errors.Join(errs...)
+	}
+	secs, hasSecs, err := profileSeconds(u)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("remote::endpoint: %w", err))
+	} else if hasSecs && r.CollectionInterval > 0 && secs >= r.CollectionInterval {
+		errs = append(errs, fmt.Errorf("remote::endpoint: profile duration seconds=%s does not fit inside remote::collection_interval %s", secs, r.CollectionInterval))
+	} else if hasSecs && r.Timeout > 0 && r.Timeout <= secs {
+		errs = append(errs, fmt.Errorf("remote::timeout: %s does not cover the profile duration seconds=%s", r.Timeout, secs))
+	}
+	return errors.Join(errs...)
+}
+
+// parseEndpoint parses an absolute http(s) URL. Errors never repeat the URL's
+// credentials.
+func parseEndpoint(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("not a valid URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("scheme must be http or https, got %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, errors.New("URL has no host")
+	}
+	return u, nil
+}
+
+// profileSeconds returns the "seconds" query parameter of a pprof URL (the
+// duration of a CPU profile, or of a delta profile computed by the server).
+func profileSeconds(u *url.URL) (time.Duration, bool, error) {
+	q := u.Query()
+	if !q.Has("seconds") {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseFloat(q.Get("seconds"), 64)
+	if err != nil || n <= 0 {
+		return 0, true, fmt.Errorf("query parameter seconds=%q must be a positive number", q.Get("seconds"))
+	}
+	return time.Duration(n * float64(time.Second)), true, nil
+}
+
+// effectiveTimeout is the HTTP timeout of a scrape: the configured one, or by
+// default the collection interval, which validation guarantees to cover a CPU
+// profile's seconds.
+func (r *RemoteConfig) effectiveTimeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return r.CollectionInterval
+}
+
+// redactedURL returns the endpoint without user info, for logs and attributes.
+func redactedURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
