@@ -18,8 +18,9 @@ type serviceNameProcessor struct {
 	namer     namer
 	telemetry *metadata.TelemetryBuilder
 	// sourceAttrs holds, per source, the precomputed "source" attribute
-	// option, so that recording a batch allocates no attribute set.
-	sourceAttrs [numSources]metric.AddOption
+	// option, so that recording a batch allocates neither an attribute set
+	// nor an option slice.
+	sourceAttrs [numSources][]metric.AddOption
 }
 
 func newServiceNameProcessor(set processor.Settings, cfg *Config) (*serviceNameProcessor, error) {
@@ -29,7 +30,7 @@ func newServiceNameProcessor(set processor.Settings, cfg *Config) (*serviceNameP
 	}
 	p := &serviceNameProcessor{namer: newNamer(cfg), telemetry: tb}
 	for s := range numSources {
-		p.sourceAttrs[s] = metric.WithAttributeSet(attribute.NewSet(attribute.String("source", s.String())))
+		p.sourceAttrs[s] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("source", s.String())))}
 	}
 	return p, nil
 }
@@ -47,7 +48,7 @@ func (p *serviceNameProcessor) processProfiles(ctx context.Context, pd pprofile.
 	}
 	for s, count := range named {
 		if count > 0 {
-			p.telemetry.ProcessorServiceNameResources.Add(ctx, count, p.sourceAttrs[s])
+			p.telemetry.ProcessorServiceNameResources.Add(ctx, count, p.sourceAttrs[s]...)
 		}
 	}
 	if skipped > 0 {
