@@ -1,0 +1,358 @@
+package profilesplit // import "github.com/nexovue/otelcol-nexovue/internal/profilesplit"
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
+
+// remap maps the indices of one source dictionary table to the indices of
+// the table being built for the open part. Index 0 of a source table always
+// maps to index 0 of the part's table, so 0 also marks "not copied yet" for
+// every other source index.
+type remap struct {
+	to   []int32 // source index -> part index (0: not copied yet)
+	from []int32 // part index -> source index, to reset "to" in O(used)
+}
+
+// reset sizes the map for a source table of n entries.
+func (r *remap) reset(n int) {
+	if cap(r.to) < n {
+		r.to = make([]int32, n)
+	} else {
+		r.to = r.to[:n]
+		clear(r.to)
+	}
+	r.from = r.from[:0]
+}
+
+// clearUsed forgets the entries copied into the closed part.
+func (r *remap) clearUsed() {
+	for _, i := range r.from {
+		r.to[i] = 0
+	}
+	r.from = r.from[:0]
+}
+
+// add records that source index i is part index len(from) and returns it.
+func (r *remap) add(i int) int32 {
+	d := int32(len(r.from))
+	r.from = append(r.from, int32(i))
+	r.to[i] = d
+	return d
+}
+
+// compactor copies the dictionary entries a part uses from the source
+// dictionary into the part's own dictionary, each entry once.
+type compactor struct {
+	src, dst pprofile.ProfilesDictionary
+
+	// Source tables, kept to avoid re-deriving them per lookup.
+	srcStrings   pcommon.StringSlice
+	srcAttrs     pprofile.KeyValueAndUnitSlice
+	srcFuncs     pprofile.FunctionSlice
+	srcMappings  pprofile.MappingSlice
+	srcLocations pprofile.LocationSlice
+	srcStacks    pprofile.StackSlice
+	srcLinks     pprofile.LinkSlice
+
+	strings, attrs, funcs, mappings, locations, stacks, truncStacks, links remap
+
+	maxFrames int
+	buf       []int32 // scratch for a stack's location indices
+	err       error   // first index error met; sticky
+}
+
+func (c *compactor) init(src pprofile.ProfilesDictionary, maxFrames int) {
+	c.src = src
+	c.srcStrings = src.StringTable()
+	c.srcAttrs = src.AttributeTable()
+	c.srcFuncs = src.FunctionTable()
+	c.srcMappings = src.MappingTable()
+	c.srcLocations = src.LocationTable()
+	c.srcStacks = src.StackTable()
+	c.srcLinks = src.LinkTable()
+	c.strings.reset(c.srcStrings.Len())
+	c.attrs.reset(c.srcAttrs.Len())
+	c.funcs.reset(c.srcFuncs.Len())
+	c.mappings.reset(c.srcMappings.Len())
+	c.locations.reset(c.srcLocations.Len())
+	c.stacks.reset(c.srcStacks.Len())
+	c.truncStacks.reset(c.srcStacks.Len())
+	c.links.reset(c.srcLinks.Len())
+	c.maxFrames = maxFrames
+	c.err = nil
+}
+
+// begin starts the dictionary of a new part: every table gets its index 0
+// entry (a copy of the source's index 0 entry, the zero value in a valid
+// request), as the data model requires.
+func (c *compactor) begin(dst pprofile.ProfilesDictionary) error {
+	c.dst = dst
+	for _, r := range []*remap{&c.strings, &c.attrs, &c.funcs, &c.mappings, &c.locations, &c.stacks, &c.truncStacks, &c.links} {
+		r.clearUsed()
+	}
+	// Place all index 0 entries first: copying a (non-zero, invalid) source
+	// entry 0 may pull in other entries, which must land after index 0.
+	dst.StringTable().Append("")
+	dst.AttributeTable().AppendEmpty()
+	dst.FunctionTable().AppendEmpty()
+	dst.MappingTable().AppendEmpty()
+	dst.LocationTable().AppendEmpty()
+	dst.StackTable().AppendEmpty()
+	dst.LinkTable().AppendEmpty()
+	for _, r := range []*remap{&c.strings, &c.attrs, &c.funcs, &c.mappings, &c.locations, &c.stacks, &c.links} {
+		r.from = append(r.from, 0)
+	}
+	c.truncStacks.from = append(c.truncStacks.from, 0)
+	if c.srcStrings.Len() > 0 {
+		dst.StringTable().SetAt(0, c.srcStrings.At(0))
+	}
+	if c.srcAttrs.Len() > 0 {
+		c.fillAttr(0, dst.AttributeTable().At(0))
+	}
+	if c.srcFuncs.Len() > 0 {
+		c.fillFunc(0, dst.FunctionTable().At(0))
+	}
+	if c.srcMappings.Len() > 0 {
+		c.fillMapping(0, dst.MappingTable().At(0))
+	}
+	if c.srcLocations.Len() > 0 {
+		c.fillLocation(0, dst.LocationTable().At(0))
+	}
+	if c.srcStacks.Len() > 0 {
+		c.fillStack(0, dst.StackTable().At(0), true)
+	}
+	if c.srcLinks.Len() > 0 {
+		c.srcLinks.At(0).CopyTo(dst.LinkTable().At(0))
+	}
+	return c.err
+}
+
+// finish returns the first index error met in the open part.
+func (c *compactor) finish() error { return c.err }
+
+func (c *compactor) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf(format, args...)
+	}
+}
+
+// lookup returns the part index of source index i of the table r maps, or
+// missing=true when the entry is not in the part yet (the caller then appends
+// it and records it with r.add). field names the referring field for errors.
+func (c *compactor) lookup(r *remap, i int32, field func() string, table string) (d int32, missing bool) {
+	if i == 0 {
+		return 0, false
+	}
+	if uint(i) >= uint(len(r.to)) {
+		c.fail("%s", indexError(field(), int(i), table, len(r.to)))
+		return 0, false
+	}
+	if d := r.to[i]; d != 0 {
+		return d, false
+	}
+	return 0, true
+}
+
+// str maps a string index.
+func (c *compactor) str(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.strings, i, field, "string_table")
+	if missing {
+		c.dst.StringTable().Append(c.srcStrings.At(int(i)))
+		d = c.strings.add(int(i))
+	}
+	return d
+}
+
+func (c *compactor) attr(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.attrs, i, field, "attribute_table")
+	if missing {
+		c.fillAttr(int(i), c.dst.AttributeTable().AppendEmpty())
+		d = c.attrs.add(int(i))
+	}
+	return d
+}
+
+func (c *compactor) fillAttr(i int, d pprofile.KeyValueAndUnit) {
+	s := c.srcAttrs.At(i)
+	d.SetKeyStrindex(c.str(s.KeyStrindex(), func() string { return fmt.Sprintf("dictionary.attribute_table[%d].key_strindex", i) }))
+	d.SetUnitStrindex(c.str(s.UnitStrindex(), func() string { return fmt.Sprintf("dictionary.attribute_table[%d].unit_strindex", i) }))
+	s.Value().CopyTo(d.Value())
+}
+
+// attrIndices maps the attribute indices of src into dst (same length).
+func (c *compactor) attrIndices(src, dst pcommon.Int32Slice, field func() string) {
+	n := src.Len()
+	if n == 0 {
+		return
+	}
+	dst.EnsureCapacity(n)
+	for k := 0; k < n; k++ {
+		dst.Append(c.attr(src.At(k), func() string { return fmt.Sprintf("%s[%d]", field(), k) }))
+	}
+}
+
+func (c *compactor) fn(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.funcs, i, field, "function_table")
+	if missing {
+		c.fillFunc(int(i), c.dst.FunctionTable().AppendEmpty())
+		d = c.funcs.add(int(i))
+	}
+	return d
+}
+
+func (c *compactor) fillFunc(i int, d pprofile.Function) {
+	s := c.srcFuncs.At(i)
+	d.SetNameStrindex(c.str(s.NameStrindex(), func() string { return fmt.Sprintf("dictionary.function_table[%d].name_strindex", i) }))
+	d.SetSystemNameStrindex(c.str(s.SystemNameStrindex(), func() string { return fmt.Sprintf("dictionary.function_table[%d].system_name_strindex", i) }))
+	d.SetFilenameStrindex(c.str(s.FilenameStrindex(), func() string { return fmt.Sprintf("dictionary.function_table[%d].filename_strindex", i) }))
+	d.SetStartLine(s.StartLine())
+}
+
+func (c *compactor) mapping(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.mappings, i, field, "mapping_table")
+	if missing {
+		c.fillMapping(int(i), c.dst.MappingTable().AppendEmpty())
+		d = c.mappings.add(int(i))
+	}
+	return d
+}
+
+func (c *compactor) fillMapping(i int, d pprofile.Mapping) {
+	s := c.srcMappings.At(i)
+	d.SetMemoryStart(s.MemoryStart())
+	d.SetMemoryLimit(s.MemoryLimit())
+	d.SetFileOffset(s.FileOffset())
+	d.SetFilenameStrindex(c.str(s.FilenameStrindex(), func() string { return fmt.Sprintf("dictionary.mapping_table[%d].filename_strindex", i) }))
+	c.attrIndices(s.AttributeIndices(), d.AttributeIndices(), func() string { return fmt.Sprintf("dictionary.mapping_table[%d].attribute_indices", i) })
+}
+
+func (c *compactor) location(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.locations, i, field, "location_table")
+	if missing {
+		c.fillLocation(int(i), c.dst.LocationTable().AppendEmpty())
+		d = c.locations.add(int(i))
+	}
+	return d
+}
+
+func (c *compactor) fillLocation(i int, d pprofile.Location) {
+	s := c.srcLocations.At(i)
+	d.SetMappingIndex(c.mapping(s.MappingIndex(), func() string { return fmt.Sprintf("dictionary.location_table[%d].mapping_index", i) }))
+	d.SetAddress(s.Address())
+	lines := s.Lines()
+	if n := lines.Len(); n > 0 {
+		dl := d.Lines()
+		dl.EnsureCapacity(n)
+		for k := 0; k < n; k++ {
+			sl := lines.At(k)
+			l := dl.AppendEmpty()
+			l.SetFunctionIndex(c.fn(sl.FunctionIndex(), func() string {
+				return fmt.Sprintf("dictionary.location_table[%d].lines[%d].function_index", i, k)
+			}))
+			l.SetLine(sl.Line())
+			l.SetColumn(sl.Column())
+		}
+	}
+	c.attrIndices(s.AttributeIndices(), d.AttributeIndices(), func() string { return fmt.Sprintf("dictionary.location_table[%d].attribute_indices", i) })
+}
+
+// stack maps a stack index. When the stack is deeper than maxFrames, the
+// part gets a stack of its maxFrames leaf-most locations instead, and
+// truncated is true.
+func (c *compactor) stack(i int32, field func() string) (d int32, truncated bool) {
+	if i == 0 {
+		return 0, c.srcStacks.Len() > 0 && c.srcStacks.At(0).LocationIndices().Len() > c.maxFrames
+	}
+	if uint(i) >= uint(len(c.stacks.to)) {
+		c.fail("%s", indexError(field(), int(i), "stack_table", len(c.stacks.to)))
+		return 0, false
+	}
+	if c.srcStacks.At(int(i)).LocationIndices().Len() > c.maxFrames {
+		if d := c.truncStacks.to[i]; d != 0 {
+			return d, true
+		}
+		c.fillStack(int(i), c.dst.StackTable().AppendEmpty(), true)
+		// Truncated stacks share the part's stack table with whole ones.
+		d = int32(c.dst.StackTable().Len() - 1)
+		c.truncStacks.to[i] = d
+		c.truncStacks.from = append(c.truncStacks.from, i)
+		return d, true
+	}
+	if d := c.stacks.to[i]; d != 0 {
+		return d, false
+	}
+	c.fillStack(int(i), c.dst.StackTable().AppendEmpty(), false)
+	d = int32(c.dst.StackTable().Len() - 1)
+	c.stacks.to[i] = d
+	c.stacks.from = append(c.stacks.from, i)
+	return d, false
+}
+
+func (c *compactor) fillStack(i int, d pprofile.Stack, truncate bool) {
+	src := c.srcStacks.At(i).LocationIndices()
+	n := src.Len()
+	if truncate {
+		n = min(n, c.maxFrames)
+	}
+	buf := c.buf[:0]
+	for k := 0; k < n; k++ {
+		buf = append(buf, c.location(src.At(k), func() string {
+			return fmt.Sprintf("dictionary.stack_table[%d].location_indices[%d]", i, k)
+		}))
+	}
+	d.LocationIndices().FromRaw(buf)
+	c.buf = buf
+}
+
+func (c *compactor) link(i int32, field func() string) int32 {
+	d, missing := c.lookup(&c.links, i, field, "link_table")
+	if missing {
+		c.srcLinks.At(int(i)).CopyTo(c.dst.LinkTable().AppendEmpty())
+		d = c.links.add(int(i))
+	}
+	return d
+}
+
+// copyProfileFields copies every field of src but its samples into dst,
+// mapping its dictionary references.
+func (c *compactor) copyProfileFields(src, dst pprofile.Profile, path samplePath) error {
+	field := func(name string) func() string {
+		return func() string { return path.profilePath() + "." + name }
+	}
+	c.valueType(src.SampleType(), dst.SampleType(), field("sample_type"))
+	c.valueType(src.PeriodType(), dst.PeriodType(), field("period_type"))
+	dst.SetTime(src.Time())
+	dst.SetDurationNano(src.DurationNano())
+	dst.SetPeriod(src.Period())
+	dst.SetProfileID(src.ProfileID())
+	dst.SetDroppedAttributesCount(src.DroppedAttributesCount())
+	dst.SetOriginalPayloadFormat(src.OriginalPayloadFormat())
+	src.OriginalPayload().CopyTo(dst.OriginalPayload())
+	c.attrIndices(src.AttributeIndices(), dst.AttributeIndices(), field("attribute_indices"))
+	return c.err
+}
+
+func (c *compactor) valueType(src, dst pprofile.ValueType, field func() string) {
+	dst.SetTypeStrindex(c.str(src.TypeStrindex(), func() string { return field() + ".type_strindex" }))
+	dst.SetUnitStrindex(c.str(src.UnitStrindex(), func() string { return field() + ".unit_strindex" }))
+}
+
+// copySample copies src into dst, mapping its dictionary references, and
+// reports whether its stack was truncated.
+func (c *compactor) copySample(src, dst pprofile.Sample, path samplePath, k int) (truncated bool, err error) {
+	field := func(name string) func() string {
+		return func() string { p := path; p.sample = k; return p.String() + "." + name }
+	}
+	src.CopyTo(dst)
+	st, truncated := c.stack(src.StackIndex(), field("stack_index"))
+	dst.SetStackIndex(st)
+	dst.SetLinkIndex(c.link(src.LinkIndex(), field("link_index")))
+	ai := dst.AttributeIndices()
+	for j := 0; j < ai.Len(); j++ {
+		ai.SetAt(j, c.attr(ai.At(j), func() string { return fmt.Sprintf("%s[%d]", field("attribute_indices")(), j) }))
+	}
+	return truncated, c.err
+}

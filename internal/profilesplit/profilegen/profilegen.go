@@ -1,0 +1,345 @@
+// Package profilegen generates realistic batches of OTLP profiles (0.161 data
+// model) shaped like those the OpenTelemetry eBPF profiler sends: one
+// resource per process with process attributes, one scope and one CPU
+// profile per resource, samples carrying timestamps and thread attributes,
+// stacks stored leaf first (index 0 is the top of the stack) over a shared
+// request-wide dictionary whose tables all start with their zero value.
+//
+// Stacks of a process share root-side prefixes, as call trees do; the
+// functions common to every process (libc, runtime, kernel) sit at the root
+// and at the leaf of stacks, the rest belong to one process. It is meant for
+// tests and benchmarks of the splitter, the processor and the exporter.
+package profilegen // import "github.com/nexovue/otelcol-nexovue/internal/profilesplit/profilegen"
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
+
+// Config describes a batch. Zero fields take the documented defaults.
+type Config struct {
+	// Samples is the number of samples N in the batch (default 1000).
+	Samples int
+	// Depth is the number of frames D of every stack (default 64).
+	Depth int
+	// Stacks is the number K of distinct stacks in the dictionary, divided
+	// among the processes; every stack is used by at least one sample when
+	// Samples >= Stacks (default 200).
+	Stacks int
+	// Functions is the number F of distinct functions (default 1000).
+	Functions int
+	// SharedFunctions of the Functions are common to every process (default
+	// Functions/10, at least 1); the others are divided among the processes.
+	SharedFunctions int
+	// Resources is the number of processes, one ResourceProfiles each
+	// (default 20, at most Stacks).
+	Resources int
+	// LinkEvery gives every LinkEvery-th sample a link to a span (0: no links).
+	LinkEvery int
+	// Seq adds to every sample an int attribute "seq" holding its ordinal in
+	// the batch (0, 1, 2, ...), so that tests can tell samples apart.
+	Seq bool
+	// Seed makes the batch reproducible.
+	Seed uint64
+}
+
+// SeqKey is the key of the per-sample attribute Config.Seq adds.
+const SeqKey = "seq"
+
+func (c Config) withDefaults() Config {
+	if c.Samples <= 0 {
+		c.Samples = 1000
+	}
+	if c.Depth <= 0 {
+		c.Depth = 64
+	}
+	if c.Stacks <= 0 {
+		c.Stacks = 200
+	}
+	if c.Functions <= 0 {
+		c.Functions = 1000
+	}
+	if c.Resources <= 0 {
+		c.Resources = 20
+	}
+	c.Resources = min(c.Resources, c.Stacks)
+	if c.SharedFunctions <= 0 {
+		c.SharedFunctions = max(1, c.Functions/10)
+	}
+	c.SharedFunctions = min(c.SharedFunctions, c.Functions)
+	return c
+}
+
+// Generate builds the batch described by cfg.
+func Generate(cfg Config) pprofile.Profiles {
+	cfg = cfg.withDefaults()
+	g := newGen(cfg)
+	g.build()
+	return g.pd
+}
+
+type attrKey struct {
+	key string
+	val int64
+	str string
+}
+
+type gen struct {
+	cfg  Config
+	rng  *rand.Rand
+	pd   pprofile.Profiles
+	dict pprofile.ProfilesDictionary
+
+	strings map[string]int32
+	attrs   map[attrKey]int32
+
+	sharedLocs []int32 // location index of each shared function
+}
+
+func newGen(cfg Config) *gen {
+	pd := pprofile.NewProfiles()
+	g := &gen{
+		cfg:     cfg,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		pd:      pd,
+		dict:    pd.Dictionary(),
+		strings: map[string]int32{},
+		attrs:   map[attrKey]int32{},
+	}
+	// Every table starts with its zero value.
+	g.str("")
+	g.dict.AttributeTable().AppendEmpty()
+	g.dict.FunctionTable().AppendEmpty()
+	g.dict.MappingTable().AppendEmpty()
+	g.dict.LocationTable().AppendEmpty()
+	g.dict.StackTable().AppendEmpty()
+	g.dict.LinkTable().AppendEmpty()
+	return g
+}
+
+func (g *gen) str(s string) int32 {
+	if i, ok := g.strings[s]; ok {
+		return i
+	}
+	i := int32(g.dict.StringTable().Len())
+	g.dict.StringTable().Append(s)
+	g.strings[s] = i
+	return i
+}
+
+func (g *gen) strAttr(key, val string) int32 {
+	return g.attr(attrKey{key: key, str: val}, func(v pcommon.Value) { v.SetStr(val) })
+}
+
+func (g *gen) intAttr(key string, val int64) int32 {
+	return g.attr(attrKey{key: key, val: val}, func(v pcommon.Value) { v.SetInt(val) })
+}
+
+// attr returns the index of the attribute k, adding it (its value set by
+// set) the first time.
+func (g *gen) attr(k attrKey, set func(pcommon.Value)) int32 {
+	if i, ok := g.attrs[k]; ok {
+		return i
+	}
+	i := int32(g.dict.AttributeTable().Len())
+	a := g.dict.AttributeTable().AppendEmpty()
+	a.SetKeyStrindex(g.str(k.key))
+	set(a.Value())
+	g.attrs[k] = i
+	return i
+}
+
+// mapping adds a mapping for a binary with a build id attribute.
+func (g *gen) mapping(file string, start uint64) int32 {
+	i := int32(g.dict.MappingTable().Len())
+	m := g.dict.MappingTable().AppendEmpty()
+	m.SetMemoryStart(start)
+	m.SetMemoryLimit(start + 0x1000000)
+	m.SetFilenameStrindex(g.str(file))
+	m.AttributeIndices().Append(g.strAttr("process.executable.build_id.htlhash", fmt.Sprintf("%032x", g.rng.Uint64())))
+	return i
+}
+
+// function adds a function and the location of one of its call sites.
+func (g *gen) function(name, file string, mapping int32, addr uint64, frameType string) int32 {
+	fi := int32(g.dict.FunctionTable().Len())
+	f := g.dict.FunctionTable().AppendEmpty()
+	f.SetNameStrindex(g.str(name))
+	f.SetFilenameStrindex(g.str(file))
+	li := int32(g.dict.LocationTable().Len())
+	l := g.dict.LocationTable().AppendEmpty()
+	l.SetMappingIndex(mapping)
+	l.SetAddress(addr)
+	line := l.Lines().AppendEmpty()
+	line.SetFunctionIndex(fi)
+	line.SetLine(int64(10 + g.rng.IntN(2000)))
+	l.AttributeIndices().Append(g.strAttr("profile.frame.type", frameType))
+	return li
+}
+
+// share returns the part of total given to item i of n.
+func share(total, i, n int) int {
+	return total/n + btoi(i < total%n)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var langs = []struct{ ext, frameType string }{
+	{"java", "jvm"}, {"py", "cpython"}, {"go", "go"}, {"js", "v8js"}, {"rb", "ruby"},
+}
+
+func (g *gen) build() {
+	cfg := g.cfg
+	libc := g.mapping("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7f0000000000)
+	for i := 0; i < cfg.SharedFunctions; i++ {
+		name, ft := fmt.Sprintf("libc_shared_%d", i), "native"
+		if i%4 == 3 {
+			name, ft = fmt.Sprintf("__x64_sys_call_%d", i), "kernel"
+		}
+		g.sharedLocs = append(g.sharedLocs, g.function(name, "", libc, 0x7f0000001000+uint64(i)*0x40, ft))
+	}
+	ordinal := 0
+	base := pcommon.Timestamp(1_780_000_000_000_000_000)
+	for r := 0; r < cfg.Resources; r++ {
+		nSamples := share(cfg.Samples, r, cfg.Resources)
+		nStacks := share(cfg.Stacks, r, cfg.Resources)
+		nFuncs := max(1, share(cfg.Functions-cfg.SharedFunctions, r, cfg.Resources))
+		lang := langs[r%len(langs)]
+		pid := int64(1000 + 37*r)
+		exe := fmt.Sprintf("/opt/app%d/bin/app%d", r, r)
+
+		rp := g.pd.ResourceProfiles().AppendEmpty()
+		rp.SetSchemaUrl("https://opentelemetry.io/schemas/1.37.0")
+		ra := rp.Resource().Attributes()
+		ra.PutStr("service.name", fmt.Sprintf("service-%d", r))
+		ra.PutInt("process.pid", pid)
+		ra.PutStr("process.executable.path", exe)
+		ra.PutStr("process.executable.name", fmt.Sprintf("app%d", r))
+		ra.PutStr("host.name", "node-1")
+		ra.PutStr("container.id", fmt.Sprintf("%064x", uint64(r)*0x9e3779b97f4a7c15))
+		sp := rp.ScopeProfiles().AppendEmpty()
+		sp.SetSchemaUrl("https://opentelemetry.io/schemas/1.37.0")
+		sp.Scope().SetName("go.opentelemetry.io/ebpf-profiler")
+		sp.Scope().SetVersion("v0.0.202633")
+
+		prof := sp.Profiles().AppendEmpty()
+		prof.SampleType().SetTypeStrindex(g.str("samples"))
+		prof.SampleType().SetUnitStrindex(g.str("count"))
+		prof.PeriodType().SetTypeStrindex(g.str("cpu"))
+		prof.PeriodType().SetUnitStrindex(g.str("nanoseconds"))
+		prof.SetPeriod(1_000_000_000 / 19)
+		prof.SetTime(base)
+		prof.SetDurationNano(5e9)
+		var id pprofile.ProfileID
+		for k := range id {
+			id[k] = byte(g.rng.UintN(256))
+		}
+		prof.SetProfileID(id)
+
+		// The process's own functions, one location each.
+		exeMap := g.mapping(exe, 0x400000)
+		own := make([]int32, nFuncs)
+		for k := range own {
+			own[k] = g.function(fmt.Sprintf("com.example.app%d.Module%d.method%d", r, k/25, k),
+				fmt.Sprintf("app%d/module%d.%s", r, k/25, lang.ext), exeMap, 0x401000+uint64(k)*0x80, lang.frameType)
+		}
+		stacks := g.stacks(nStacks, own)
+
+		var links []int32
+		if cfg.LinkEvery > 0 {
+			for k := 0; k < 16; k++ {
+				links = append(links, int32(g.dict.LinkTable().Len()))
+				l := g.dict.LinkTable().AppendEmpty()
+				var tid pcommon.TraceID
+				var sid pcommon.SpanID
+				for b := range tid {
+					tid[b] = byte(g.rng.UintN(256))
+				}
+				for b := range sid {
+					sid[b] = byte(g.rng.UintN(256)) | 1
+				}
+				l.SetTraceID(tid)
+				l.SetSpanID(sid)
+			}
+		}
+
+		// Every stack once, then a skewed choice, in random order.
+		choice := make([]int32, nSamples)
+		for k := range choice {
+			if k < len(stacks) {
+				choice[k] = stacks[k]
+			} else {
+				u := g.rng.Float64()
+				choice[k] = stacks[int(u*u*float64(len(stacks)))]
+			}
+		}
+		g.rng.Shuffle(len(choice), func(a, b int) { choice[a], choice[b] = choice[b], choice[a] })
+
+		samples := prof.Samples()
+		samples.EnsureCapacity(nSamples)
+		for k := 0; k < nSamples; k++ {
+			s := samples.AppendEmpty()
+			s.SetStackIndex(choice[k])
+			tid := pid + int64(g.rng.IntN(4))
+			s.AttributeIndices().Append(
+				g.strAttr("thread.name", fmt.Sprintf("worker-%d", tid-pid)),
+				g.intAttr("thread.id", tid),
+				g.intAttr("cpu.logical_number", int64(g.rng.IntN(8))))
+			if cfg.Seq {
+				s.AttributeIndices().Append(g.intAttr(SeqKey, int64(ordinal)))
+			}
+			if cfg.LinkEvery > 0 && ordinal%cfg.LinkEvery == 0 {
+				s.SetLinkIndex(links[g.rng.IntN(len(links))])
+			}
+			s.TimestampsUnixNano().Append(uint64(base) + uint64(ordinal)*1_000_000 + uint64(g.rng.IntN(1000)))
+			ordinal++
+		}
+	}
+}
+
+// stacks adds n stacks of cfg.Depth frames over the process's functions and
+// the shared ones and returns their indices. Root first: a few shared root
+// frames, then process frames whose prefix is shared with the previous stack
+// (a call tree), then up to two shared leaf frames (libc, syscalls).
+func (g *gen) stacks(n int, own []int32) []int32 {
+	d := g.cfg.Depth
+	nShared := len(g.sharedLocs)
+	rootShared := min(4, d, nShared)
+	out := make([]int32, 0, n)
+	prev := make([]int32, d) // root first
+	cur := make([]int32, d)
+	for j := 0; j < n; j++ {
+		keep := rootShared
+		if j > 0 && d > rootShared {
+			keep = rootShared + g.rng.IntN(d-rootShared)
+		}
+		copy(cur[:keep], prev[:keep])
+		for k := 0; k < rootShared; k++ {
+			cur[k] = g.sharedLocs[k]
+		}
+		leafShared := min(g.rng.IntN(3), d-max(keep, rootShared))
+		for k := keep; k < d; k++ {
+			if k >= d-leafShared {
+				cur[k] = g.sharedLocs[g.rng.IntN(nShared)]
+			} else {
+				cur[k] = own[g.rng.IntN(len(own))]
+			}
+		}
+		out = append(out, int32(g.dict.StackTable().Len()))
+		locs := g.dict.StackTable().AppendEmpty().LocationIndices()
+		locs.EnsureCapacity(d)
+		for k := d - 1; k >= 0; k-- { // leaf first
+			locs.Append(cur[k])
+		}
+		prev, cur = cur, prev
+	}
+	return out
+}
