@@ -1,0 +1,120 @@
+package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+const (
+	// DefaultEndpoint is nexovue's ingest.
+	DefaultEndpoint = "https://ingest.nexovue.com"
+	// profilesPath is appended to the endpoint.
+	profilesPath = "/v1development/profiles"
+	// keyHeader carries the ingest key.
+	keyHeader = "x-nexovue-key"
+	// DefaultSamplesPerSecond is the ingest's documented per-key limit.
+	DefaultSamplesPerSecond = 20_000
+)
+
+// Config defines the configuration of the nexovue exporter.
+type Config struct {
+	// ClientConfig holds the HTTP client settings (endpoint, TLS, proxy,
+	// timeout, compression, headers, ...).
+	ClientConfig confighttp.ClientConfig `mapstructure:",squash"`
+	// QueueConfig is the exporterhelper sending queue.
+	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// RetryConfig is the exporterhelper retry policy.
+	RetryConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+
+	// Key is the nexovue ingest key, sent as the x-nexovue-key header.
+	// The usual value is ${env:NEXOVUE_KEY}.
+	Key configopaque.String `mapstructure:"key"`
+
+	// RateLimit paces what the exporter sends per key.
+	RateLimit RateLimitConfig `mapstructure:"rate_limit"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// RateLimitConfig paces the samples the exporter sends per key.
+type RateLimitConfig struct {
+	// SamplesPerSecond is the most samples a second the exporter sends with
+	// one key, with bursts up to one second's worth. 0 turns pacing off.
+	SamplesPerSecond int `mapstructure:"samples_per_second"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the configuration. Its errors name the setting's path.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if strings.TrimSpace(string(cfg.Key)) == "" {
+		errs = append(errs, errors.New("key: the nexovue ingest key is empty; set `key` (usually `key: ${env:NEXOVUE_KEY}`) and make sure the NEXOVUE_KEY environment variable is set"))
+	} else if strings.ContainsAny(string(cfg.Key), "\r\n") {
+		// Never echo the key itself.
+		errs = append(errs, errors.New("key: the nexovue ingest key contains a line break; check the NEXOVUE_KEY environment variable"))
+	}
+	if err := validateEndpoint(cfg.ClientConfig.Endpoint); err != nil {
+		errs = append(errs, err)
+	}
+	for _, h := range cfg.ClientConfig.Headers {
+		if strings.EqualFold(h.Name, keyHeader) {
+			errs = append(errs, fmt.Errorf("headers::%s: set the ingest key with `key`, not as a header", keyHeader))
+		}
+	}
+	if cfg.RateLimit.SamplesPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("rate_limit::samples_per_second: must be 0 (off) or positive, got %d", cfg.RateLimit.SamplesPerSecond))
+	}
+	return errors.Join(errs...)
+}
+
+func validateEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return fmt.Errorf("endpoint: must not be empty (the default is %s)", DefaultEndpoint)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return fmt.Errorf("endpoint: %q is not a valid URL", endpoint)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("endpoint: %q must start with https:// (or http://)", endpoint)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("endpoint: %q has no host", endpoint)
+	}
+	if u.User != nil {
+		return errors.New("endpoint: must not carry user information; set the ingest key with `key`")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("endpoint: %q must not have a query or fragment", u.Redacted())
+	}
+	return nil
+}
+
+// profilesURL is the URL requests are sent to: <endpoint>/v1development/profiles.
+func (cfg *Config) profilesURL() string {
+	return strings.TrimRight(cfg.ClientConfig.Endpoint, "/") + profilesPath
+}
+
+// header returns the headers every request carries.
+func (cfg *Config) header(userAgent string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-protobuf")
+	h.Set("User-Agent", userAgent)
+	h.Set(keyHeader, string(cfg.Key))
+	return h
+}

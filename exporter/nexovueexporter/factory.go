@@ -1,0 +1,84 @@
+package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+	"go.opentelemetry.io/collector/exporter/xexporter"
+
+	"github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter/internal/metadata"
+)
+
+// NewFactory creates a factory for the nexovue exporter.
+func NewFactory() exporter.Factory {
+	return xexporter.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		xexporter.WithProfiles(createProfiles, metadata.ProfilesStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	clientConfig := confighttp.NewDefaultClientConfig()
+	clientConfig.Endpoint = DefaultEndpoint
+	clientConfig.Timeout = 30 * time.Second
+	clientConfig.Compression = configcompression.TypeGzip
+	// Requests are large and answers small.
+	clientConfig.WriteBufferSize = 512 * 1024
+
+	return &Config{
+		ClientConfig: clientConfig,
+		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:  configretry.NewDefaultBackOffConfig(),
+		RateLimit:    RateLimitConfig{SamplesPerSecond: DefaultSamplesPerSecond},
+	}
+}
+
+func createProfiles(ctx context.Context, set exporter.Settings, cfg component.Config) (xexporter.Profiles, error) {
+	return newProfilesExporter(ctx, set, cfg.(*Config), defaultHalve)
+}
+
+func newProfilesExporter(ctx context.Context, set exporter.Settings, cfg *Config, halve halveFunc) (xexporter.Profiles, error) {
+	e, err := newExporter(cfg, set, halve)
+	if err != nil {
+		return nil, err
+	}
+	helper, err := xexporterhelper.NewProfiles(ctx, set, cfg,
+		e.push,
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		// Marshaling rewrites strings as dictionary references, as upstream's does.
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		// The HTTP client's timeout bounds each request; a helper timeout would
+		// also cut pacing and Retry-After waits short.
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(cfg.RetryConfig),
+		exporterhelper.WithQueue(cfg.QueueConfig),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &profilesExporter{Profiles: helper, exp: e}, nil
+}
+
+// profilesExporter stops the exporter's own waits before the helper shuts
+// down: the helper drains its queue before it calls the exporter's shutdown,
+// and a request held back by pacing or Retry-After would hold shutdown up.
+type profilesExporter struct {
+	xexporter.Profiles
+	exp *nexovueExporter
+}
+
+func (p *profilesExporter) Shutdown(ctx context.Context) error {
+	p.exp.stopWaiting()
+	return p.Profiles.Shutdown(ctx)
+}
