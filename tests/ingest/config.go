@@ -1,0 +1,102 @@
+package ingest
+
+import "time"
+
+// Defaults of the documented ingest contract.
+const (
+	DefaultMaxFrames        = 1_000_000
+	DefaultSamplesPerSecond = 20_000
+	DefaultRetryAfter       = time.Second
+	DefaultMaxBodyBytes     = 64 << 20
+	DefaultKeepRecent       = 1000
+
+	// ProfilesPath is where profiles are posted, below URL().
+	ProfilesPath = "/v1development/profiles"
+	// StatsPath answers GET with Stats as JSON.
+	StatsPath = "/stats"
+	// KeyHeader carries the ingest key.
+	KeyHeader = "x-nexovue-key"
+)
+
+// Config configures a Server. The zero value is the documented contract with
+// any non-empty key accepted.
+type Config struct {
+	// Addr to listen on; "" means 127.0.0.1:0 (a free loopback port).
+	Addr string
+	// Keys are the valid ingest keys. Empty means any non-empty key is
+	// accepted (a missing or empty key is still answered 401).
+	Keys []string
+	// MaxFrames: a request whose stacks write out to more frames is
+	// answered 413. Default 1,000,000.
+	MaxFrames int64
+	// SamplesPerSecond each key may send in any one-second window; a request
+	// that would exceed it is answered 429. Default 20,000.
+	SamplesPerSecond int64
+	// RetryAfter is the delay announced with a 429. Default 1s. It is sent
+	// as whole delay-seconds rounded up, or as an HTTP-date (rounded up to
+	// the next whole second) when RetryAfterHTTPDate is set.
+	RetryAfter         time.Duration
+	RetryAfterHTTPDate bool
+	// MaxBodyBytes bounds a request body, both as sent and decompressed;
+	// a larger body is answered 413. Default 64 MiB.
+	MaxBodyBytes int64
+	// KeepRecent is how many recent requests' metadata Stats keeps.
+	// Default 1000.
+	KeepRecent int
+	// Now is the clock (for the rate limit and Retry-After); default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	if c.MaxFrames <= 0 {
+		c.MaxFrames = DefaultMaxFrames
+	}
+	if c.SamplesPerSecond <= 0 {
+		c.SamplesPerSecond = DefaultSamplesPerSecond
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.KeepRecent <= 0 {
+		c.KeepRecent = DefaultKeepRecent
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Keys = append([]string(nil), c.Keys...)
+	return c
+}
+
+// Fault makes the server misbehave on purpose. Set it with Server.SetFault;
+// the zero Fault is normal behaviour. Faults act before the key is checked,
+// in this order: Delay, then DropFirst/DropAll, then UnavailableFirst, then
+// FixedStatus. ThrottleProbability acts at the rate-limit step, on requests
+// that are otherwise valid.
+type Fault struct {
+	// Delay before answering every request (including dropped ones).
+	Delay time.Duration
+	// DropFirst: close the connection without answering the next N requests.
+	DropFirst int
+	// DropAll: close the connection without answering while set.
+	DropAll bool
+	// UnavailableFirst: answer 503 to the next N requests.
+	UnavailableFirst int
+	// UnavailableRetryAfter, when > 0, is sent as Retry-After (delay-seconds,
+	// rounded up) with those 503 answers.
+	UnavailableRetryAfter time.Duration
+	// ThrottleProbability answers 429 (with Retry-After, like the rate limit)
+	// to a valid request with this probability, drawn from a generator seeded
+	// with Seed when the Fault is set.
+	ThrottleProbability float64
+	Seed                uint64
+	// FixedStatus, when non-zero, answers every request with this status
+	// and FixedBody (as the Status message, see WriteStatus).
+	FixedStatus int
+	FixedBody   string
+}

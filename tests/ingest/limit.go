@@ -1,0 +1,117 @@
+package ingest
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The rate limit, per key.
+//
+// A key may send at most SamplesPerSecond samples in any one-second window:
+// the server remembers the accepted requests of the last second (the window
+// is (now-1s, now]) and accepts a request of n samples only if the samples
+// already accepted in that window plus n stay within the limit. A request
+// that would cross the limit is refused whole and consumes no budget; so is
+// every other refused request. A request with more samples than the limit
+// can therefore never be accepted: the sender must split it.
+//
+// A 429 announces Retry-After and blocks the key until then: every request
+// from the key before that time is answered 429 too, with a Retry-After for
+// the time remaining, and counted as an early retry (also requests that were
+// already on their way when the 429 was sent: the server cannot tell them
+// apart). The blocked-until time is exactly what a client can read from the
+// header: for delay-seconds it is the 429's time plus the whole seconds sent
+// (RetryAfter rounded up); for the HTTP-date form it is the whole second
+// sent (the 429's time plus RetryAfter, rounded up to a whole second), so a
+// client that waits as told is never counted early.
+
+const rateWindow = time.Second
+
+type windowEvent struct {
+	at      time.Time
+	samples int64
+}
+
+type keyWindow struct {
+	events       []windowEvent // accepted requests in the window, oldest first
+	sum          int64
+	blockedUntil time.Time
+}
+
+func (k *keyWindow) expire(now time.Time) {
+	cut := now.Add(-rateWindow)
+	i := 0
+	for i < len(k.events) && !k.events[i].at.After(cut) {
+		k.sum -= k.events[i].samples
+		i++
+	}
+	k.events = append(k.events[:0], k.events[i:]...)
+}
+
+// admission is the rate-limit decision for one request.
+type admission struct {
+	refused    bool
+	early      bool
+	retryAfter string // header value when refused
+	reason     string
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// announce returns the Retry-After header for a 429 sent at now and the time
+// the key stays blocked.
+func (s *Server) announce(now time.Time) (string, time.Time) {
+	if s.cfg.RetryAfterHTTPDate {
+		until := now.Add(s.cfg.RetryAfter)
+		if t := until.Truncate(time.Second); t.Before(until) {
+			until = t.Add(time.Second)
+		}
+		return until.UTC().Format(http.TimeFormat), until
+	}
+	secs := ceilSeconds(s.cfg.RetryAfter)
+	return strconv.FormatInt(secs, 10), now.Add(time.Duration(secs) * time.Second)
+}
+
+// remaining returns the Retry-After header for an early retry at now.
+func (s *Server) remaining(now, until time.Time) string {
+	if s.cfg.RetryAfterHTTPDate {
+		return until.UTC().Format(http.TimeFormat)
+	}
+	return strconv.FormatInt(ceilSeconds(until.Sub(now)), 10)
+}
+
+// admit applies the rate limit (and the random-throttle fault) to a valid
+// request of n samples from key, and books it when accepted.
+func (s *Server) admit(key string, n, limit int64) admission {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	k := s.keys[key]
+	if k == nil {
+		k = &keyWindow{}
+		s.keys[key] = k
+	}
+	if now.Before(k.blockedUntil) {
+		return admission{refused: true, early: true, retryAfter: s.remaining(now, k.blockedUntil),
+			reason: "early retry: Retry-After has not passed yet"}
+	}
+	refuse := func(reason string) admission {
+		h, until := s.announce(now)
+		k.blockedUntil = until
+		return admission{refused: true, retryAfter: h, reason: reason}
+	}
+	if p := s.fault.ThrottleProbability; p > 0 && s.rng.Float64() < p {
+		return refuse("fault: random throttle")
+	}
+	k.expire(now)
+	if k.sum+n > limit {
+		return refuse(fmt.Sprintf("rate limit: %d samples in the last second plus %d in this request exceed %d samples per second for this key", k.sum, n, limit))
+	}
+	k.events = append(k.events, windowEvent{at: now, samples: n})
+	k.sum += n
+	return admission{}
+}

@@ -1,0 +1,248 @@
+package ingest
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+)
+
+// RequestInfo is the metadata kept about one recent request. It never holds
+// the ingest key.
+type RequestInfo struct {
+	Time            time.Time `json:"time"`
+	Status          int       `json:"status"` // 0: connection closed without answer
+	Samples         int64     `json:"samples"`
+	Frames          int64     `json:"frames"`
+	BodyBytes       int       `json:"body_bytes"`
+	ContentType     string    `json:"content_type,omitempty"`
+	ContentEncoding string    `json:"content_encoding,omitempty"`
+	Reason          string    `json:"reason,omitempty"` // why it was refused
+	EarlyRetry      bool      `json:"early_retry,omitempty"`
+}
+
+// FunctionCount is a function and its sample count.
+type FunctionCount struct {
+	Function string `json:"function"`
+	Samples  int64  `json:"samples"`
+}
+
+// ServiceStats is what was accepted for one service.name.
+type ServiceStats struct {
+	Samples      int64           `json:"samples"`
+	SampleTypes  []SampleType    `json:"sample_types"`
+	TopLeaf      []FunctionCount `json:"top_leaf"`
+	TopInclusive []FunctionCount `json:"top_inclusive"`
+}
+
+// SeqStats summarises the seq attribute of accepted samples.
+type SeqStats struct {
+	Distinct   int   `json:"distinct"`
+	Duplicates int64 `json:"duplicates"` // samples whose seq was already seen
+	Min        int64 `json:"min"`
+	Max        int64 `json:"max"`
+}
+
+// Stats is a snapshot of what the server answered and accepted. It is also
+// served as JSON on GET /stats.
+type Stats struct {
+	RequestsByStatus map[int]int             `json:"requests_by_status"`
+	Dropped          int                     `json:"dropped_connections"`
+	EarlyRetries     int                     `json:"early_retries"`
+	AcceptedRequests int                     `json:"accepted_requests"`
+	SamplesAccepted  int64                   `json:"samples_accepted"`
+	FramesAccepted   int64                   `json:"frames_accepted"`
+	Services         map[string]ServiceStats `json:"services"`
+	Seq              SeqStats                `json:"seq"`
+	Recent           []RequestInfo           `json:"recent_requests"`
+	MissingSeq       []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
+}
+
+// statsTopN is how many functions per service Stats lists (leaf and inclusive).
+const statsTopN = 10
+
+// Window is what was received between two calls of Server.TakeWindow.
+type Window struct {
+	Start    time.Time
+	End      time.Time
+	Samples  int64                       // samples accepted
+	Services map[string]int64            // samples accepted per service.name
+	Leaf     map[string]map[string]int64 // per service: leaf function -> samples
+	Statuses map[int]int                 // answers by status code
+	Dropped  int                         // connections closed without answer
+}
+
+func newWindow(start time.Time) *Window {
+	return &Window{Start: start, Services: map[string]int64{}, Leaf: map[string]map[string]int64{}, Statuses: map[int]int{}}
+}
+
+// serviceAgg is the running aggregate for one service.
+type serviceAgg struct {
+	samples     int64
+	sampleTypes []SampleType
+	leaf        map[string]int64
+	inclusive   map[string]int64
+}
+
+// aggregates holds everything the server keeps; guarded by Server.mu.
+type aggregates struct {
+	byStatus     map[int]int
+	dropped      int
+	earlyRetries int
+	accepted     int
+	samples      int64
+	frames       int64
+	services     map[string]*serviceAgg
+	seq          map[int64]int64 // seq -> times seen
+	seqDup       int64
+	recent       []RequestInfo // ring buffer
+	recentNext   int
+	keepRecent   int
+	window       *Window
+}
+
+func newAggregates(keepRecent int, now time.Time) *aggregates {
+	return &aggregates{
+		byStatus:   map[int]int{},
+		services:   map[string]*serviceAgg{},
+		seq:        map[int64]int64{},
+		keepRecent: keepRecent,
+		window:     newWindow(now),
+	}
+}
+
+func (a *aggregates) record(info RequestInfo) {
+	if info.Status == 0 {
+		a.dropped++
+		a.window.Dropped++
+	} else {
+		a.byStatus[info.Status]++
+		a.window.Statuses[info.Status]++
+	}
+	if info.EarlyRetry {
+		a.earlyRetries++
+	}
+	if len(a.recent) < a.keepRecent {
+		a.recent = append(a.recent, info)
+		return
+	}
+	a.recent[a.recentNext] = info
+	a.recentNext = (a.recentNext + 1) % a.keepRecent
+}
+
+func (a *aggregates) merge(sum *summary, samples, frames int64) {
+	a.accepted++
+	a.samples += samples
+	a.frames += frames
+	a.window.Samples += samples
+	for name, ss := range sum.services {
+		agg := a.services[name]
+		if agg == nil {
+			agg = &serviceAgg{leaf: map[string]int64{}, inclusive: map[string]int64{}}
+			a.services[name] = agg
+		}
+		agg.samples += ss.samples
+		for _, st := range ss.sampleTypes {
+			agg.sampleTypes = appendUnique(agg.sampleTypes, st)
+		}
+		addCounts(agg.leaf, ss.leaf)
+		addCounts(agg.inclusive, ss.inclusive)
+		if ss.samples > 0 {
+			a.window.Services[name] += ss.samples
+			wl := a.window.Leaf[name]
+			if wl == nil {
+				wl = map[string]int64{}
+				a.window.Leaf[name] = wl
+			}
+			addCounts(wl, ss.leaf)
+		}
+	}
+	for _, q := range sum.seqs {
+		if a.seq[q] > 0 {
+			a.seqDup++
+		}
+		a.seq[q]++
+	}
+}
+
+func addCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}
+
+// TopCounts returns the n largest entries of counts, largest first, ties by
+// name; n <= 0 means all.
+func TopCounts(counts map[string]int64, n int) []FunctionCount {
+	out := make([]FunctionCount, 0, len(counts))
+	for k, v := range counts {
+		out = append(out, FunctionCount{Function: k, Samples: v})
+	}
+	slices.SortFunc(out, func(x, y FunctionCount) int {
+		if c := cmp.Compare(y.Samples, x.Samples); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Function, y.Function)
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+func (a *aggregates) seqStats() SeqStats {
+	st := SeqStats{Distinct: len(a.seq), Duplicates: a.seqDup}
+	first := true
+	for q := range a.seq {
+		if first || q < st.Min {
+			st.Min = q
+		}
+		if first || q > st.Max {
+			st.Max = q
+		}
+		first = false
+	}
+	return st
+}
+
+func (a *aggregates) missingSeq(n int64) []int64 {
+	var out []int64
+	for q := int64(0); q < n; q++ {
+		if a.seq[q] == 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (a *aggregates) snapshot() Stats {
+	st := Stats{
+		RequestsByStatus: maps.Clone(a.byStatus),
+		Dropped:          a.dropped,
+		EarlyRetries:     a.earlyRetries,
+		AcceptedRequests: a.accepted,
+		SamplesAccepted:  a.samples,
+		FramesAccepted:   a.frames,
+		Services:         make(map[string]ServiceStats, len(a.services)),
+		Seq:              a.seqStats(),
+		Recent:           a.recentInOrder(),
+	}
+	for name, agg := range a.services {
+		st.Services[name] = ServiceStats{
+			Samples:      agg.samples,
+			SampleTypes:  slices.Clone(agg.sampleTypes),
+			TopLeaf:      TopCounts(agg.leaf, statsTopN),
+			TopInclusive: TopCounts(agg.inclusive, statsTopN),
+		}
+	}
+	return st
+}
+
+func (a *aggregates) recentInOrder() []RequestInfo {
+	out := make([]RequestInfo, 0, len(a.recent))
+	if len(a.recent) < a.keepRecent {
+		return append(out, a.recent...)
+	}
+	out = append(out, a.recent[a.recentNext:]...)
+	return append(out, a.recent[:a.recentNext]...)
+}

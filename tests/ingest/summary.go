@@ -1,0 +1,167 @@
+package ingest
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
+
+// SeqAttribute is the key of the per-sample integer attribute (in the
+// dictionary's attribute_table) that loss tests number their samples with.
+const SeqAttribute = "seq"
+
+// ServiceNameAttribute is the resource attribute samples are grouped by.
+const ServiceNameAttribute = "service.name"
+
+// SampleType is a profile's sample type as strings, e.g. {"cpu", "nanoseconds"}
+// or {"alloc_space", "bytes"}.
+type SampleType struct {
+	Type string `json:"type"`
+	Unit string `json:"unit"`
+}
+
+// serviceSummary is what one request carried for one service.
+type serviceSummary struct {
+	samples     int64
+	sampleTypes []SampleType
+	leaf        map[string]int64
+	inclusive   map[string]int64
+}
+
+// summary is what the server keeps from one valid request. It is computed
+// outside the server's lock.
+type summary struct {
+	services map[string]*serviceSummary
+	seqs     []int64
+}
+
+// countFrames returns the number of samples of a validated request and the
+// number of frames its stacks write out to: the sum over all samples of the
+// length of the sample's stack.
+func countFrames(pd pprofile.Profiles) (samples, frames int64) {
+	stacks := pd.Dictionary().StackTable()
+	for _, rp := range pd.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				for _, s := range p.Samples().All() {
+					samples++
+					frames += int64(stacks.At(int(s.StackIndex())).LocationIndices().Len())
+				}
+			}
+		}
+	}
+	return samples, frames
+}
+
+// namer turns dictionary entries into function names, caching per location.
+type namer struct {
+	dict  pprofile.ProfilesDictionary
+	names [][]string // per location index: function names of its lines, leaf (first line) first
+	done  []bool
+}
+
+func newNamer(dict pprofile.ProfilesDictionary) *namer {
+	n := dict.LocationTable().Len()
+	return &namer{dict: dict, names: make([][]string, n), done: make([]bool, n)}
+}
+
+func (n *namer) str(i int32) string {
+	return n.dict.StringTable().At(int(i))
+}
+
+// location returns the function names of a location's lines. A location
+// without lines (an unsymbolized native frame) is named by its binary.
+func (n *namer) location(li int32) []string {
+	if n.done[li] {
+		return n.names[li]
+	}
+	loc := n.dict.LocationTable().At(int(li))
+	var out []string
+	for _, line := range loc.Lines().All() {
+		fn := n.dict.FunctionTable().At(int(line.FunctionIndex()))
+		name := n.str(fn.NameStrindex())
+		if name == "" {
+			name = n.str(fn.SystemNameStrindex())
+		}
+		if name == "" {
+			name = "(unnamed function)"
+		}
+		out = append(out, name)
+	}
+	if len(out) == 0 {
+		bin := n.str(n.dict.MappingTable().At(int(loc.MappingIndex())).FilenameStrindex())
+		if bin == "" {
+			bin = fmt.Sprintf("0x%x", loc.Address())
+		}
+		out = []string{bin + " (unsymbolized)"}
+	}
+	n.names[li], n.done[li] = out, true
+	return out
+}
+
+// summarize aggregates a validated request: per service
+// the samples, sample types, leaf and inclusive function counts, and the seq
+// attribute of every sample that has one.
+func summarize(pd pprofile.Profiles) *summary {
+	dict := pd.Dictionary()
+	attrs := dict.AttributeTable()
+	seqAttr := make([]bool, attrs.Len())
+	for i, a := range attrs.All() {
+		seqAttr[i] = dict.StringTable().At(int(a.KeyStrindex())) == SeqAttribute && a.Value().Type() == pcommon.ValueTypeInt
+	}
+	nm := newNamer(dict)
+	sum := &summary{services: map[string]*serviceSummary{}}
+	seen := map[string]struct{}{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		service := ""
+		if v, ok := rp.Resource().Attributes().Get(ServiceNameAttribute); ok {
+			service = v.AsString()
+		}
+		ss := sum.services[service]
+		if ss == nil {
+			ss = &serviceSummary{leaf: map[string]int64{}, inclusive: map[string]int64{}}
+			sum.services[service] = ss
+		}
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				if p.Samples().Len() > 0 {
+					st := SampleType{Type: nm.str(p.SampleType().TypeStrindex()), Unit: nm.str(p.SampleType().UnitStrindex())}
+					ss.sampleTypes = appendUnique(ss.sampleTypes, st)
+				}
+				for _, s := range p.Samples().All() {
+					ss.samples++
+					locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
+					if locs.Len() > 0 {
+						ss.leaf[nm.location(locs.At(0))[0]]++
+					}
+					clear(seen)
+					for _, li := range locs.All() {
+						for _, name := range nm.location(li) {
+							if _, dup := seen[name]; !dup {
+								seen[name] = struct{}{}
+								ss.inclusive[name]++
+							}
+						}
+					}
+					for _, ai := range s.AttributeIndices().All() {
+						if seqAttr[ai] {
+							sum.seqs = append(sum.seqs, attrs.At(int(ai)).Value().Int())
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func appendUnique(list []SampleType, st SampleType) []SampleType {
+	for _, have := range list {
+		if have == st {
+			return list
+		}
+	}
+	return append(list, st)
+}
