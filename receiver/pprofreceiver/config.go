@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -37,7 +40,9 @@ type Config struct {
 // (endpoint, tls, headers, auth, timeout, ...) plus the scrape interval and
 // the body size limit.
 type RemoteConfig struct {
-	confighttp.ClientConfig `mapstructure:",squash"`
+	// Client holds the confighttp client settings, at the level of
+	// collection_interval (squashed).
+	Client confighttp.ClientConfig `mapstructure:",squash"`
 	// CollectionInterval is the time between the starts of two scrapes.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
 	// MaxBodySize is the largest body accepted, in bytes, both as received
@@ -45,7 +50,42 @@ type RemoteConfig struct {
 	MaxBodySize int64 `mapstructure:"max_body_size"`
 }
 
-var _ confmap.Validator = (*Config)(nil)
+var (
+	_ confmap.Validator   = (*Config)(nil)
+	_ confmap.Unmarshaler = (*RemoteConfig)(nil)
+)
+
+// remoteKeys are the keys allowed under remote: the confighttp client's and
+// our own.
+var remoteKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	for _, typ := range []reflect.Type{reflect.TypeFor[confighttp.ClientConfig](), reflect.TypeFor[RemoteConfig]()} {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+			if f.IsExported() && name != "" {
+				keys[name] = true
+			}
+		}
+	}
+	return keys
+}()
+
+// Unmarshal decodes remote, rejecting unknown keys: the squashed confighttp
+// settings alone would let a misspelt key pass silently.
+func (r *RemoteConfig) Unmarshal(conf *confmap.Conf) error {
+	var unknown []string
+	for k := range conf.ToStringMap() {
+		if !remoteKeys[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("remote: unknown keys %s", strings.Join(unknown, ", "))
+	}
+	type plain RemoteConfig // without this method, so no recursion
+	return conf.Unmarshal((*plain)(r))
+}
 
 // Validate checks the configuration; errors name the key's path.
 func (cfg *Config) Validate() error {
@@ -57,14 +97,14 @@ func (cfg *Config) Validate() error {
 	if r.MaxBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("remote::max_body_size: must be positive, got %d", r.MaxBodySize))
 	}
-	if r.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("remote::timeout: must not be negative, got %s", r.Timeout))
+	if r.Client.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("remote::timeout: must not be negative, got %s", r.Client.Timeout))
 	}
-	if r.Endpoint == "" {
+	if r.Client.Endpoint == "" {
 		errs = append(errs, errors.New("remote::endpoint: must be set, e.g. http://checkout:6060/debug/pprof/heap"))
 		return errors.Join(errs...)
 	}
-	u, err := parseEndpoint(r.Endpoint)
+	u, err := parseEndpoint(r.Client.Endpoint)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("remote::endpoint: %w", err))
 		return errors.Join(errs...)
@@ -74,8 +114,8 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("remote::endpoint: %w", err))
 	} else if hasSecs && r.CollectionInterval > 0 && secs >= r.CollectionInterval {
 		errs = append(errs, fmt.Errorf("remote::endpoint: profile duration seconds=%s does not fit inside remote::collection_interval %s", secs, r.CollectionInterval))
-	} else if hasSecs && r.Timeout > 0 && r.Timeout <= secs {
-		errs = append(errs, fmt.Errorf("remote::timeout: %s does not cover the profile duration seconds=%s", r.Timeout, secs))
+	} else if hasSecs && r.Client.Timeout > 0 && r.Client.Timeout <= secs {
+		errs = append(errs, fmt.Errorf("remote::timeout: %s does not cover the profile duration seconds=%s", r.Client.Timeout, secs))
 	}
 	return errors.Join(errs...)
 }
@@ -118,8 +158,8 @@ func profileSeconds(u *url.URL) (time.Duration, bool, error) {
 // default the collection interval, which validation guarantees to cover a CPU
 // profile's seconds.
 func (r *RemoteConfig) effectiveTimeout() time.Duration {
-	if r.Timeout > 0 {
-		return r.Timeout
+	if r.Client.Timeout > 0 {
+		return r.Client.Timeout
 	}
 	return r.CollectionInterval
 }

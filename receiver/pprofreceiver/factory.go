@@ -25,7 +25,7 @@ func createDefaultConfig() component.Config {
 	client := confighttp.NewDefaultClientConfig()
 	return &Config{
 		Remote: RemoteConfig{
-			ClientConfig:       client,
+			Client:             client,
 			CollectionInterval: defaultCollectionInterval,
 			MaxBodySize:        defaultMaxBodySize,
 		},

@@ -54,7 +54,7 @@ func startGoProgram(t *testing.T) string {
 func scrapeOnce(t *testing.T, endpoint string) pprofile.Profiles {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
-	cfg.Remote.Endpoint = endpoint
+	cfg.Remote.Client.Endpoint = endpoint
 	cfg.Remote.CollectionInterval = time.Hour // only the first, immediate scrape
 	cfg.Delta = false
 	cfg.KeepOriginalPayload = true
@@ -173,7 +173,7 @@ func TestGoProgram(t *testing.T) {
 func testAllocsDelta(t *testing.T, base string) {
 	const n, size = 100, 64 << 10
 	cfg := createDefaultConfig().(*Config)
-	cfg.Remote.Endpoint = base + "/debug/pprof/allocs"
+	cfg.Remote.Client.Endpoint = base + "/debug/pprof/allocs"
 	cfg.Remote.CollectionInterval = time.Hour
 	cfg.KeepOriginalPayload = true
 	require.True(t, cfg.Delta, "deltas are on by default")

@@ -51,7 +51,7 @@ type pprofReceiver struct {
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles) (*pprofReceiver, error) {
-	u, err := parseEndpoint(cfg.Remote.Endpoint)
+	u, err := parseEndpoint(cfg.Remote.Client.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("remote::endpoint: %w", err)
 	}
@@ -79,7 +79,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles) (*
 
 // Start builds the HTTP client and starts the scrape loop.
 func (r *pprofReceiver) Start(ctx context.Context, host component.Host) error {
-	client, err := r.cfg.Remote.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	client, err := r.cfg.Remote.Client.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
@@ -179,6 +179,9 @@ func (r *pprofReceiver) fetch(ctx context.Context) ([]byte, error) {
 		// url.Error repeats the URL, possibly with its user name: keep the cause only.
 		var ue *url.Error
 		if errors.As(err, &ue) {
+			if ue.Timeout() && ctx.Err() == nil {
+				return nil, fmt.Errorf("request timed out after %s (remote::timeout)", r.client.Timeout)
+			}
 			err = ue.Err
 		}
 		return nil, fmt.Errorf("request failed: %w", err)
