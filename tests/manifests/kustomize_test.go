@@ -1,0 +1,99 @@
+package manifests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nexovue/otelcol-nexovue/tests/manifests/testenv"
+)
+
+// kustomize renders a kustomization with kubectl's built-in kustomize (what
+// `kubectl apply -k` runs) and decodes the result strictly.
+func kustomize(t *testing.T, dir string) []object {
+	t.Helper()
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		var err error
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			t.Fatalf("kubectl is missing (%v): it renders the kustomizations as `kubectl apply -k` would; install it or set KUBECTL", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectl, "kustomize", testenv.Path(t, dir))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+	}
+	objs, err := decodeDocuments("kustomize "+dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestKustomizeAgent(t *testing.T) {
+	built := kustomize(t, "distributions/kubernetes")
+	var want int
+	for _, o := range manifests(t) {
+		if strings.HasPrefix(o.File, agentDir) {
+			want++
+		}
+	}
+	if len(built) != want {
+		t.Errorf("kustomize distributions/kubernetes rendered %d objects, the agent's files hold %d", len(built), want)
+	}
+	ds := find[appsv1.DaemonSet](t, built, "", "DaemonSet", agentName)
+	c := container(t, &ds.Spec.Template.Spec)
+	if envVar(c, ingestKeyEnv) == nil {
+		t.Errorf("the direct agent lacks %s", ingestKeyEnv)
+	}
+}
+
+func TestKustomizeGateway(t *testing.T) {
+	built := kustomize(t, "distributions/kubernetes/gateway")
+	files := manifests(t)
+
+	// The agents: no key, the gateway's address instead.
+	ds := find[appsv1.DaemonSet](t, built, "", "DaemonSet", agentName)
+	c := container(t, &ds.Spec.Template.Spec)
+	if envVar(c, ingestKeyEnv) != nil {
+		t.Errorf("in the two-tier topology the agents still get %s", ingestKeyEnv)
+	}
+	svc := find[corev1.Service](t, files, "", "Service", gatewayName)
+	gw := envVar(c, gatewayEnvVar)
+	wantAddr := svc.Name + "." + svc.Namespace + ".svc:4317"
+	if gw == nil || gw.Value != wantAddr {
+		t.Errorf("agent %s = %+v, want %s", gatewayEnvVar, gw, wantAddr)
+	}
+	if envVar(c, nodeNameEnv) == nil || !ds.Spec.Template.Spec.HostPID {
+		t.Error("the overlay lost the agent's node name or hostPID")
+	}
+
+	// The agents' config is the two-tier one.
+	cm := find[corev1.ConfigMap](t, built, "", "ConfigMap", agentName)
+	patch := find[corev1.ConfigMap](t, files, gatewayDir+"agent-configmap.yaml", "ConfigMap", agentName)
+	if cm.Data["config.yaml"] != patch.Data["config.yaml"] {
+		t.Error("the rendered agent ConfigMap is not gateway/agent-configmap.yaml's")
+	}
+	if !strings.Contains(cm.Data["config.yaml"], "${env:"+gatewayEnvVar) {
+		t.Errorf("the agents' two-tier config does not read %s", gatewayEnvVar)
+	}
+
+	// The gateway itself.
+	dep := find[appsv1.Deployment](t, built, "", "Deployment", gatewayName)
+	if envVar(container(t, &dep.Spec.Template.Spec), ingestKeyEnv) == nil {
+		t.Errorf("the gateway lacks %s", ingestKeyEnv)
+	}
+	find[corev1.Service](t, built, "", "Service", gatewayName)
+	find[corev1.ConfigMap](t, built, "", "ConfigMap", gatewayName)
+}
