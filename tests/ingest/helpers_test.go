@@ -116,3 +116,5 @@ func sendBuilder(t *testing.T, s *Server, b *RequestBuilder) answer {
 func nSamples(service string, n int) *RequestBuilder {
 	return NewRequestBuilder().Samples(service, n, "leaf", "root")
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
