@@ -1,0 +1,15 @@
+// Package profilingreceiver is otelcol-nexovue's `profiling` receiver: the
+// upstream OpenTelemetry eBPF profiler receiver
+// (go.opentelemetry.io/ebpf-profiler/collector) with one changed default:
+// include_env_vars reports OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, so
+// the service_name processor can name every profiled process. On systems other
+// than Linux on amd64/arm64 the receiver accepts its configuration but refuses
+// to start, with a message saying it needs Linux.
+//
+//go:generate ../../.tools/mdatagen metadata.yaml
+package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver"
+
+// DefaultIncludeEnvVars is the comma-separated list of environment variables
+// the receiver reports by default, as process.environment_variable.<NAME>
+// resource attributes. A value set in the configuration replaces it.
+const DefaultIncludeEnvVars = "OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"

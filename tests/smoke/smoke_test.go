@@ -1,0 +1,158 @@
+// Package smoke checks the built binary: the docs' configuration, the feature
+// gate message, and real eBPF profiles of a process this test starts.
+package smoke
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+func TestDocsEBPFConfigValidates(t *testing.T) {
+	cfg := filepath.Join(testenv.RepoRoot(t), "tests", "testdata", "docs-ebpf.yaml")
+	cmd := exec.Command(testenv.Binary(t), "validate", "--config", cfg, testenv.FeatureGate)
+	cmd.Env = append(os.Environ(), "NEXOVUE_KEY=smoke-test-key")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+}
+
+func TestProfilesPipelineNeedsFeatureGate(t *testing.T) {
+	cfg := filepath.Join(testenv.RepoRoot(t), "tests", "testdata", "docs-ebpf.yaml")
+	for _, args := range [][]string{
+		{"validate", "--config", cfg},
+		{"--config", cfg},
+	} {
+		cmd := exec.Command(testenv.Binary(t), args...)
+		cmd.Env = append(os.Environ(), "NEXOVUE_KEY=smoke-test-key")
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { out, err = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%v: still running without the feature gate", args)
+		}
+		require.Error(t, err, "%v must fail without the feature gate:\n%s", args, out)
+		require.Contains(t, string(out), "--feature-gates=service.profilesSupport", "%v", args)
+	}
+}
+
+// TestEBPFProfilesArrive starts the built collector with the real eBPF
+// receiver and a file exporter as the local sink while a CPU-bound program
+// runs, and waits at most 30 s for that program's profiles.
+func TestEBPFProfilesArrive(t *testing.T) {
+	const exe = "smokeburner"
+	const hot = "main.nexovueSmokeHotLoop"
+	burner := testenv.BuildGo(t, "testdata/smokeburner", exe)
+
+	dir := t.TempDir()
+	sink := filepath.Join(dir, "profiles.jsonl")
+	cfg := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+receivers:
+  profiling:
+    samples_per_second: 19
+    reporter_interval: 2s
+exporters:
+  file:
+    path: %s
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [profiling]
+      exporters: [file]
+`, sink)), 0o600))
+
+	testenv.Start(t, nil, burner)
+	testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true})
+
+	var found sinkSummary
+	testenv.WaitFor(t, 30*time.Second, "profiles of "+exe+" with "+hot, func() (bool, error) {
+		s, err := summarize(sink, exe, hot)
+		found = s
+		return s.hotSamples > 0, err
+	})
+	t.Logf("smoke: %d samples from %d processes; %s: %d samples, %d in %s", found.samples, len(found.executables), exe, found.exeSamples, found.hotSamples, hot)
+}
+
+type sinkSummary struct {
+	samples, exeSamples, hotSamples int
+	executables                     map[string]bool
+}
+
+// summarize reads the file exporter's JSON lines.
+func summarize(path, exe, hot string) (sinkSummary, error) {
+	s := sinkSummary{executables: map[string]bool{}}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
+		if err != nil {
+			// The exporter may be writing the last line right now.
+			continue
+		}
+		dict := pd.Dictionary()
+		for i := 0; i < pd.ResourceProfiles().Len(); i++ {
+			rp := pd.ResourceProfiles().At(i)
+			name, _ := rp.Resource().Attributes().Get("process.executable.name")
+			s.executables[name.Str()] = true
+			for j := 0; j < rp.ScopeProfiles().Len(); j++ {
+				profiles := rp.ScopeProfiles().At(j).Profiles()
+				for k := 0; k < profiles.Len(); k++ {
+					samples := profiles.At(k).Samples()
+					s.samples += samples.Len()
+					if name.Str() != exe {
+						continue
+					}
+					for l := 0; l < samples.Len(); l++ {
+						s.exeSamples++
+						if stackHas(dict, samples.At(l).StackIndex(), hot) {
+							s.hotSamples++
+						}
+					}
+				}
+			}
+		}
+	}
+	return s, sc.Err()
+}
+
+func stackHas(dict pprofile.ProfilesDictionary, stack int32, function string) bool {
+	for _, li := range dict.StackTable().At(int(stack)).LocationIndices().AsRaw() {
+		lines := dict.LocationTable().At(int(li)).Lines()
+		for m := 0; m < lines.Len(); m++ {
+			fn := dict.FunctionTable().At(int(lines.At(m).FunctionIndex()))
+			if strings.Contains(dict.StringTable().At(int(fn.NameStrindex())), function) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,243 @@
+// Package testenv runs the built otelcol-nexovue binary and the programs
+// tests build, for the smoke, end-to-end and distribution tests.
+package testenv // import "github.com/nexovue/otelcol-nexovue/tests/testenv"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FeatureGate is the flag every profiles pipeline needs.
+const FeatureGate = "--feature-gates=service.profilesSupport"
+
+// RepoRoot returns the checkout's top folder (the one with builder-config.yaml).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testenv: cannot locate the source tree")
+	}
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	if _, err := os.Stat(filepath.Join(root, "builder-config.yaml")); err != nil {
+		t.Fatalf("testenv: %s is not the repository root: %v", root, err)
+	}
+	return root
+}
+
+// Binary returns the collector under test: $OTELCOL_NEXOVUE_BIN, else
+// _build/otelcol-nexovue. A missing binary fails the test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	return builtFile(t, "OTELCOL_NEXOVUE_BIN", "otelcol-nexovue")
+}
+
+// Launcher returns the test-only memlock launcher built by `make build`.
+func Launcher(t testing.TB) string {
+	t.Helper()
+	return builtFile(t, "MEMLOCK_LAUNCHER_BIN", "memlock-launcher")
+}
+
+func builtFile(t testing.TB, env, name string) string {
+	t.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		path = filepath.Join(RepoRoot(t), "_build", name)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s not found (%v): run `make build` first, or set %s", name, err, env)
+	}
+	return path
+}
+
+// BuildGo builds the main package in dir (a path relative to the calling
+// test's package, or absolute) into a temporary folder and returns the
+// executable's path. name becomes the executable's name, which is what the
+// eBPF profiler reports as process.executable.name.
+func BuildGo(t testing.TB, dir, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dir, err, b)
+	}
+	return out
+}
+
+// Process is a program started by a test; it is stopped when the test ends.
+type Process struct {
+	Cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// Start runs name with args and env added to the test's environment. Its
+// standard output and error are kept (Output) and written to the test log if
+// the test fails.
+func Start(t testing.TB, env []string, name string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Process{Cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", filepath.Base(name), tail(p.Output(), 200))
+		}
+	})
+	return p
+}
+
+// Output returns what the process wrote so far.
+func (p *Process) Output() string { return p.out.String() }
+
+// Exited reports whether the process has ended, and its error.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Wait waits for the process to end, at most d.
+func (p *Process) Wait(d time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		return fmt.Errorf("still running after %s", d)
+	}
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if ok, _ := p.Exited(); ok {
+		return
+	}
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
+// Kill sends SIGKILL to the process group and waits for the process.
+func (p *Process) Kill() {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// CollectorOptions says how to start the collector.
+type CollectorOptions struct {
+	Env []string
+	// EBPF starts it through the memlock launcher where this machine needs
+	// it (see tests/memlock) and first checks that tracefs is mounted.
+	EBPF bool
+	// Args replaces the default arguments after --config (the feature gate).
+	Args []string
+}
+
+// StartCollector starts the built binary with config and waits until it says
+// it is ready, failing the test (with the collector's output) if it exits or
+// is not ready in a minute.
+func StartCollector(t testing.TB, config string, opts CollectorOptions) *Process {
+	t.Helper()
+	args := []string{"--config", config}
+	if opts.Args != nil {
+		args = append(args, opts.Args...)
+	} else {
+		args = append(args, FeatureGate)
+	}
+	bin := Binary(t)
+	name := bin
+	if opts.EBPF {
+		RequireTracefs(t)
+		name = Launcher(t)
+		args = append([]string{bin}, args...)
+	}
+	p := Start(t, opts.Env, name, args...)
+	WaitFor(t, time.Minute, "the collector to be ready", func() (bool, error) {
+		if ok, err := p.Exited(); ok {
+			return false, fmt.Errorf("the collector exited (%v):\n%s", err, tail(p.Output(), 60))
+		}
+		return strings.Contains(p.Output(), "Everything is ready"), nil
+	})
+	return p
+}
+
+// RequireTracefs fails the test when tracefs is not mounted: the eBPF
+// profiler needs /sys/kernel/tracing (.ci/run mounts it).
+func RequireTracefs(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/tracing/events"); err != nil {
+		t.Fatalf("the eBPF profiler needs tracefs at /sys/kernel/tracing (%v): run `mount -t tracefs none /sys/kernel/tracing` as root", err)
+	}
+}
+
+// WaitFor polls cond every 200ms until it is true, fails, or d passes.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, errors.New("timed out after "+d.String()))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
