@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nexovue/otelcol-nexovue/tests/manifests/testenv"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 const (
@@ -34,7 +34,7 @@ type shippedConfig struct {
 // every config embedded in a ConfigMap (written to a temporary file).
 func shippedConfigs(t *testing.T) []shippedConfig {
 	t.Helper()
-	files, err := filepath.Glob(testenv.Path(t, "distributions", "otelcol-nexovue", "*.yaml"))
+	files, err := filepath.Glob(repoPath(t, "distributions", "otelcol-nexovue", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestConfigMapsMatchShippedConfigs(t *testing.T) {
 	} {
 		t.Run(tc.cmFile, func(t *testing.T) {
 			cm := configMapConfig(t, tc.cmFile, tc.cmName)
-			want := readConfig(t, testenv.Path(t, "distributions", "otelcol-nexovue", tc.shipped))
+			want := readConfig(t, repoPath(t, "distributions", "otelcol-nexovue", tc.shipped))
 			got := cm
 			if tc.k8s {
 				procs := strs(get(cm, "service", "pipelines", "profiles", "processors"))
@@ -177,7 +177,7 @@ func checkNexovueExporter(t *testing.T, name string, cfg map[string]any, queue b
 }
 
 func TestShippedConfigsShape(t *testing.T) {
-	dir := testenv.Path(t, "distributions", "otelcol-nexovue")
+	dir := repoPath(t, "distributions", "otelcol-nexovue")
 	pipeline := func(cfg map[string]any, part string) []string {
 		return strs(get(cfg, "service", "pipelines", "profiles", part))
 	}
@@ -272,13 +272,13 @@ func validate(t *testing.T, bin, path string, env []string, args ...string) (str
 }
 
 func TestShippedConfigsValidate(t *testing.T) {
-	bin := testenv.Collector(t)
-	env := testenv.Env("NEXOVUE_KEY="+validateKey, nodeNameEnv+"=validate-node")
+	bin := testenv.Binary(t)
+	env := cleanEnv("NEXOVUE_KEY="+validateKey, nodeNameEnv+"=validate-node")
 	for _, c := range shippedConfigs(t) {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := validate(t, bin, c.path, env, featureGate)
+			out, err := validate(t, bin, c.path, env, testenv.FeatureGate)
 			if err != nil {
-				t.Fatalf("%s validate --config %s %s: %v\n%s", bin, c.name, featureGate, err, out)
+				t.Fatalf("%s validate --config %s %s: %v\n%s", bin, c.name, testenv.FeatureGate, err, out)
 			}
 			if strings.Contains(out, validateKey) {
 				t.Errorf("validate printed the ingest key:\n%s", out)
@@ -291,12 +291,12 @@ func TestShippedConfigsValidate(t *testing.T) {
 // agent's config without the feature gate, with a misspelt setting, and
 // without a key.
 func TestValidateRejects(t *testing.T) {
-	bin := testenv.Collector(t)
-	agent := testenv.Path(t, "distributions", "otelcol-nexovue", "agent.yaml")
-	env := testenv.Env("NEXOVUE_KEY=" + validateKey)
+	bin := testenv.Binary(t)
+	agent := repoPath(t, "distributions", "otelcol-nexovue", "agent.yaml")
+	env := cleanEnv("NEXOVUE_KEY=" + validateKey)
 
-	if out, err := validate(t, bin, agent, env); err == nil {
-		t.Errorf("validate without %s succeeded; the docs say a profiles pipeline needs it:\n%s", featureGate, out)
+	if out, err := validate(t, bin, agent, env); err == nil || !strings.Contains(out, "service.profilesSupport") {
+		t.Errorf("validate without %s: err=%v, want an error naming the gate (the docs say a profiles pipeline needs it):\n%s", testenv.FeatureGate, err, out)
 	}
 
 	misspelt := filepath.Join(t.TempDir(), "misspelt.yaml")
@@ -304,11 +304,11 @@ func TestValidateRejects(t *testing.T) {
 	if err := os.WriteFile(misspelt, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := validate(t, bin, misspelt, env, featureGate); err == nil || !strings.Contains(out, "samples_per_secnod") {
+	if out, err := validate(t, bin, misspelt, env, testenv.FeatureGate); err == nil || !strings.Contains(out, "samples_per_secnod") {
 		t.Errorf("validate of a misspelt setting: err=%v, want an error naming it:\n%s", err, out)
 	}
 
-	if out, err := validate(t, bin, agent, testenv.Env(), featureGate); err == nil {
-		t.Errorf("validate without NEXOVUE_KEY succeeded; the exporter must require a key:\n%s", out)
+	if out, err := validate(t, bin, agent, cleanEnv(), testenv.FeatureGate); err == nil || !strings.Contains(out, "NEXOVUE_KEY") {
+		t.Errorf("validate without NEXOVUE_KEY: err=%v, want the exporter's error naming NEXOVUE_KEY:\n%s", err, out)
 	}
 }

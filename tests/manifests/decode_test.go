@@ -18,7 +18,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nexovue/otelcol-nexovue/tests/manifests/testenv"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // object is one decoded Kubernetes document.

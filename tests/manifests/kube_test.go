@@ -15,7 +15,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nexovue/otelcol-nexovue/tests/manifests/testenv"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 const (
@@ -24,7 +24,6 @@ const (
 	gatewayName   = "otelcol-nexovue-gateway"
 	agentDir      = "distributions/kubernetes/agent/"
 	gatewayDir    = "distributions/kubernetes/gateway/"
-	featureGate   = "--feature-gates=service.profilesSupport"
 	secretName    = "nexovue-ingest-key"
 	healthPort    = 13133
 	gatewayOTLP   = 4317
@@ -80,7 +79,7 @@ func TestEveryManifestDecodesStrictly(t *testing.T) {
 }
 
 func TestKustomizationsListEveryManifest(t *testing.T) {
-	root := testenv.Path(t, "distributions", "kubernetes")
+	root := repoPath(t, "distributions", "kubernetes")
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -187,8 +186,8 @@ func checkCollectorContainer(t *testing.T, what string, spec *corev1.PodSpec, co
 	if want := imageRepo(t) + ":" + distVersion(t); c.Image != want {
 		t.Errorf("%s image %q: want %s (IMAGE in distributions/dist.mk, dist.version in builder-config.yaml)", what, c.Image, want)
 	}
-	if !slices.Contains(c.Args, featureGate) {
-		t.Errorf("%s args %q lack %s", what, c.Args, featureGate)
+	if !slices.Contains(c.Args, testenv.FeatureGate) {
+		t.Errorf("%s args %q lack %s", what, c.Args, testenv.FeatureGate)
 	}
 	if !slices.Contains(c.Args, configArg) {
 		t.Errorf("%s args %q lack %s", what, c.Args, configArg)
@@ -243,7 +242,7 @@ func checkCollectorContainer(t *testing.T, what string, spec *corev1.PodSpec, co
 // the image `make image` builds.
 func imageRepo(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(testenv.Path(t, "distributions", "dist.mk"))
+	data, err := os.ReadFile(repoPath(t, "distributions", "dist.mk"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +256,7 @@ func imageRepo(t *testing.T) string {
 // distVersion is dist.version in builder-config.yaml, the image's tag.
 func distVersion(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(testenv.Path(t, "builder-config.yaml"))
+	data, err := os.ReadFile(repoPath(t, "builder-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

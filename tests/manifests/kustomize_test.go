@@ -10,8 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nexovue/otelcol-nexovue/tests/manifests/testenv"
 )
 
 // kustomize renders a kustomization with kubectl's built-in kustomize (what
@@ -27,7 +25,7 @@ func kustomize(t *testing.T, dir string) []object {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectl, "kustomize", testenv.Path(t, dir))
+	cmd := exec.CommandContext(ctx, kubectl, "kustomize", repoPath(t, dir))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
