@@ -298,8 +298,15 @@ func (c *compactor) fillStack(i int, d pprofile.Stack, truncate bool) {
 		n = min(n, c.maxFrames)
 	}
 	buf := c.buf[:0]
+	to := c.locations.to
 	for k := 0; k < n; k++ {
-		buf = append(buf, c.location(src.At(k), func() string {
+		// Fast path: a location the part already holds.
+		v := src.At(k)
+		if uint(v) < uint(len(to)) && (v == 0 || to[v] != 0) {
+			buf = append(buf, to[v])
+			continue
+		}
+		buf = append(buf, c.location(v, func() string {
 			return fmt.Sprintf("dictionary.stack_table[%d].location_indices[%d]", i, k)
 		}))
 	}
@@ -340,17 +347,19 @@ func (c *compactor) valueType(src, dst pprofile.ValueType, field func() string) 
 	dst.SetUnitStrindex(c.str(src.UnitStrindex(), func() string { return field() + ".unit_strindex" }))
 }
 
-// copySample copies src into dst, mapping its dictionary references, and
-// reports whether its stack was truncated.
-func (c *compactor) copySample(src, dst pprofile.Sample, path samplePath, k int) (truncated bool, err error) {
+// mapSample rewrites the dictionary references of s, a sample of the
+// source now placed in the part, to the part's dictionary, and reports
+// whether its stack was truncated.
+func (c *compactor) mapSample(s pprofile.Sample, path samplePath) (truncated bool, err error) {
 	field := func(name string) func() string {
-		return func() string { p := path; p.sample = k; return p.String() + "." + name }
+		return func() string { return path.String() + "." + name }
 	}
-	src.CopyTo(dst)
-	st, truncated := c.stack(src.StackIndex(), field("stack_index"))
-	dst.SetStackIndex(st)
-	dst.SetLinkIndex(c.link(src.LinkIndex(), field("link_index")))
-	ai := dst.AttributeIndices()
+	st, truncated := c.stack(s.StackIndex(), field("stack_index"))
+	s.SetStackIndex(st)
+	if li := s.LinkIndex(); li != 0 {
+		s.SetLinkIndex(c.link(li, field("link_index")))
+	}
+	ai := s.AttributeIndices()
 	for j := 0; j < ai.Len(); j++ {
 		ai.SetAt(j, c.attr(ai.At(j), func() string { return fmt.Sprintf("%s[%d]", field("attribute_indices")(), j) }))
 	}

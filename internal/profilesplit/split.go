@@ -74,6 +74,34 @@ func SplitChecked(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profile
 	}
 	s := splitterPool.Get().(*splitter)
 	defer splitterPool.Put(s)
+	s.owned = false
+	parts, err = s.run(pd, cutByFrames, maxFrames, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	return parts, s.truncated, nil
+}
+
+// SplitOwned is SplitChecked for a caller that owns pd and gives it up: the
+// samples of pd are moved into the parts rather than copied, which saves an
+// allocation or more per sample. After a split into several parts, pd holds
+// no samples and must not be used; after an error it is in an unspecified
+// state (the error names the field whose index lies outside the dictionary:
+// such a request cannot be sent). A batch within maxFrames is returned as
+// []{pd}, untouched. A read-only pd is copied as by SplitChecked.
+func SplitOwned(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profiles, truncated int, err error) {
+	if pd.IsReadOnly() {
+		return SplitChecked(pd, maxFrames)
+	}
+	if maxFrames < 1 {
+		maxFrames = 1
+	}
+	if Frames(pd) <= maxFrames {
+		return []pprofile.Profiles{pd}, 0, nil
+	}
+	s := splitterPool.Get().(*splitter)
+	defer splitterPool.Put(s)
+	s.owned = true
 	parts, err = s.run(pd, cutByFrames, maxFrames, 0)
 	if err != nil {
 		return nil, 0, err
@@ -108,6 +136,7 @@ func HalveChecked(pd pprofile.Profiles) (first, second pprofile.Profiles, ok boo
 	if err != nil {
 		return pprofile.Profiles{}, pprofile.Profiles{}, false, err
 	}
+	s.owned = false
 	parts, err := s.run(pd, cutAtOrdinal, math.MaxInt, cutAt)
 	if err != nil {
 		return pprofile.Profiles{}, pprofile.Profiles{}, false, err
@@ -134,6 +163,8 @@ const (
 // splitter holds the state of one split. It is reused through splitterPool so
 // that the index remap slices are allocated once.
 type splitter struct {
+	// owned: the input's samples may be moved into the parts.
+	owned bool
 	dict    compactor
 	parts   []pprofile.Profiles
 	cur     pprofile.Profiles
@@ -222,18 +253,19 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 			for pi := 0; pi < profs.Len(); pi++ {
 				prof := profs.At(pi)
 				samples := prof.Samples()
+				n := samples.Len()
 				path := samplePath{ri, si, pi, 0}
-				var dprof pprofile.Profile
-				var dsamples pprofile.SampleSlice
-				dprofPart := -1
-				if samples.Len() == 0 {
+				if n == 0 {
 					if err := s.dict.copyProfileFields(prof, ensureSP().Profiles().AppendEmpty(), path); err != nil {
 						return nil, err
 					}
+					continue
 				}
-				for k := 0; k < samples.Len(); k++ {
-					sm := samples.At(k)
-					idx := int(sm.StackIndex())
+				// Samples [from, k) go to the open part; a cut before sample
+				// k emits them and opens the next part.
+				from := 0
+				for k := 0; k < n; k++ {
+					idx := int(samples.At(k).StackIndex())
 					if idx < 0 || idx >= nStacks {
 						path.sample = k
 						return nil, indexError(path.String()+".stack_index", idx, "stack_table", nStacks)
@@ -246,29 +278,21 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 						cut = ordinal == cutAt
 					}
 					if cut {
+						if k > from {
+							if err := s.emit(prof, ensureSP(), path, from, k); err != nil {
+								return nil, err
+							}
+						}
 						if err := s.newPart(); err != nil {
 							return nil, err
 						}
-						partFrames = 0
+						partFrames, from = 0, k
 					}
 					partFrames += f
 					ordinal++
-					if dprofPart != s.partNum {
-						dprof = ensureSP().Profiles().AppendEmpty()
-						if err := s.dict.copyProfileFields(prof, dprof, path); err != nil {
-							return nil, err
-						}
-						dsamples = dprof.Samples()
-						dsamples.EnsureCapacity(samples.Len() - k)
-						dprofPart = s.partNum
-					}
-					t, err := s.dict.copySample(sm, dsamples.AppendEmpty(), path, k)
-					if err != nil {
-						return nil, err
-					}
-					if t {
-						s.truncated++
-					}
+				}
+				if err := s.emit(prof, ensureSP(), path, from, n); err != nil {
+					return nil, err
 				}
 			}
 		}
@@ -280,6 +304,40 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 	s.parts = nil
 	s.cur = pprofile.Profiles{}
 	return parts, nil
+}
+
+// emit adds to the open part, under dsp, a profile with the fields of src and
+// its samples [from, to), moved when the splitter owns the input and copied
+// otherwise, their dictionary references mapped to the part's dictionary.
+func (s *splitter) emit(src pprofile.Profile, dsp pprofile.ScopeProfiles, path samplePath, from, to int) error {
+	dst := dsp.Profiles().AppendEmpty()
+	if err := s.dict.copyProfileFields(src, dst, path); err != nil {
+		return err
+	}
+	samples, dsamples := src.Samples(), dst.Samples()
+	if s.owned && from == 0 && to == samples.Len() {
+		samples.MoveAndAppendTo(dsamples)
+	} else {
+		dsamples.EnsureCapacity(to - from)
+		for k := from; k < to; k++ {
+			if s.owned {
+				samples.At(k).MoveTo(dsamples.AppendEmpty())
+			} else {
+				samples.At(k).CopyTo(dsamples.AppendEmpty())
+			}
+		}
+	}
+	for k := 0; k < dsamples.Len(); k++ {
+		path.sample = from + k
+		truncated, err := s.dict.mapSample(dsamples.At(k), path)
+		if err != nil {
+			return err
+		}
+		if truncated {
+			s.truncated++
+		}
+	}
+	return nil
 }
 
 // newPart closes the open part (if any) and opens the next one.

@@ -188,6 +188,18 @@ func TestSplitProperties(t *testing.T) {
 			if len(parts) > 1 {
 				split++
 			}
+			// SplitOwned gives the same parts, taking the samples from a copy.
+			owned := pprofile.NewProfiles()
+			pd.CopyTo(owned)
+			oparts, otruncated, err := SplitOwned(owned, maxFrames)
+			require.NoError(t, err)
+			if len(parts) == 1 {
+				require.Len(t, oparts, 1)
+				require.True(t, oparts[0] == owned)
+			} else {
+				checkSplit(t, pd, maxFrames, oparts, otruncated)
+				require.Zero(t, Frames(owned), "samples are moved out")
+			}
 		}
 		require.Equal(t, before, ResolveSamples(pd, 0), "Split must not modify its input")
 	}
