@@ -29,6 +29,9 @@ func BenchmarkProcessProfiles(b *testing.B) {
 		{"existing", func(int) map[string]any {
 			return ebpfResource(map[string]any{"service.name": "checkout"})
 		}},
+		{"existing_with_env", func(int) map[string]any {
+			return ebpfResource(map[string]any{"service.name": "checkout", envSvc: "checkout-env", envRA: "service.name=cart"})
+		}},
 		{"otel_service_name", func(int) map[string]any {
 			return ebpfResource(map[string]any{envSvc: "checkout"})
 		}},

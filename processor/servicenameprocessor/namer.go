@@ -24,6 +24,9 @@ const (
 
 	unknownService       = "unknown_service"
 	unknownServicePrefix = unknownService + ":"
+	// deletedSuffix is what /proc/<pid>/exe, and so the eBPF profiler's
+	// process.executable.path and .name, end with once the binary is gone.
+	deletedSuffix = " (deleted)"
 
 	// maxResourceAttributeEntries is the number of OTEL_RESOURCE_ATTRIBUTES
 	// entries read, the W3C Baggage limit on list members; later entries are
@@ -133,7 +136,7 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 	skipped := 0
 	if ra := strOf(f.envResAttrs, f.hasEnvResAttrs); ra != "" {
 		var raName string
-		raName, skipped = n.applyResourceAttributes(attrs, ra)
+		raName, skipped = n.applyResourceAttributes(attrs, ra, src == sourceUnknownService)
 		if src == sourceUnknownService && raName != "" {
 			src = sourceOTelResourceAttributes
 			name = raName
@@ -163,10 +166,10 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 
 // applyResourceAttributes parses an OTEL_RESOURCE_ATTRIBUTES value, adds each
 // well-formed key other than service.name to attrs when absent, and returns
-// the trimmed service.name it holds ("" if none) and the number of entries
-// skipped. Entries are read from the last to the first so that, as in an
+// the trimmed service.name it holds ("" if none, or if wantName is false)
+// and the number of entries skipped. Entries are read from the last to the first so that, as in an
 // SDK, the last of duplicate keys wins.
-func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string) (string, int) {
+func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string, wantName bool) (string, int) {
 	skipped := 0
 	if c := strings.Count(ra, ","); c >= maxResourceAttributeEntries {
 		skipped = c + 1 - maxResourceAttributeEntries
@@ -193,22 +196,24 @@ func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string) (string, in
 			skipped++
 			continue
 		}
-		value, ok := percentDecode(trimOWS(rawValue))
-		if !ok {
+		rawValue = trimOWS(rawValue)
+		if !percentValid(rawValue) {
 			skipped++
 			continue
 		}
+		// Values are decoded only when used, so that entries that change
+		// nothing cost no allocation.
 		switch {
 		case key == keyServiceName:
-			if !nameSeen {
+			if wantName && !nameSeen {
 				nameSeen = true
-				name = strings.Clone(boundValue(strings.TrimSpace(value), n.maxValueLength))
+				name = strings.Clone(boundValue(strings.TrimSpace(percentDecode(rawValue)), n.maxValueLength))
 			}
 		case strings.HasPrefix(key, envAttrPrefix):
 			// Never let the variable fake a captured environment variable.
 		default:
 			if _, exists := attrs.Get(key); !exists {
-				attrs.PutStr(strings.Clone(key), strings.Clone(boundValue(value, n.maxValueLength)))
+				attrs.PutStr(strings.Clone(key), strings.Clone(boundValue(percentDecode(rawValue), n.maxValueLength)))
 			}
 		}
 	}
@@ -217,15 +222,24 @@ func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string) (string, in
 
 // unknownServiceName is "unknown_service:" and the executable's name, or
 // the last element of its path, or "unknown_service" when both are missing.
+// The " (deleted)" that Linux appends to the executable of a process whose
+// binary was replaced on disk (say, by a package upgrade) is dropped, so
+// that the process keeps its name.
 func (n namer) unknownServiceName(exeName, exePath string) string {
-	exe := strings.TrimSpace(exeName)
+	exe := executableName(exeName)
 	if exe == "" {
-		exe = lastPathElement(exePath)
+		exe = executableName(lastPathElement(exePath))
 	}
 	if exe == "" {
 		return unknownService
 	}
 	return boundValue(unknownServicePrefix+exe, n.maxValueLength)
+}
+
+// executableName trims an executable's name of white space and of the
+// " (deleted)" suffix.
+func executableName(s string) string {
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), deletedSuffix))
 }
 
 // lastPathElement returns the last element of a Unix or Windows path,
@@ -255,48 +269,57 @@ func boundValue(s string, maxLen int) string {
 	return s[:cut]
 }
 
-// percentDecode decodes %XX escapes as the W3C Baggage format (and so
-// OTEL_RESOURCE_ATTRIBUTES) defines them. A '%' not followed by two hex
-// digits makes the value malformed. '+' stays '+'. It does not allocate when
-// s holds no '%'.
-func percentDecode(s string) (string, bool) {
+// percentValid reports whether every '%' in s starts a %XX escape, as the
+// W3C Baggage format (and so OTEL_RESOURCE_ATTRIBUTES) defines them.
+func percentValid(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0; {
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return false
+		}
+		next := strings.IndexByte(s[i+3:], '%')
+		if next < 0 {
+			break
+		}
+		i += 3 + next
+	}
+	return true
+}
+
+// percentDecode decodes the %XX escapes of s, which percentValid accepted.
+// '+' stays '+'. It returns s itself, without allocating, when s holds no
+// '%'.
+func percentDecode(s string) string {
 	i := strings.IndexByte(s, '%')
 	if i < 0 {
-		return s, true
+		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	b.WriteString(s[:i])
 	for ; i < len(s); i++ {
-		c := s[i]
-		if c != '%' {
-			b.WriteByte(c)
+		if s[i] == '%' && i+2 < len(s) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
 			continue
 		}
-		if i+2 >= len(s) {
-			return "", false
-		}
-		hi, ok1 := unhex(s[i+1])
-		lo, ok2 := unhex(s[i+2])
-		if !ok1 || !ok2 {
-			return "", false
-		}
-		b.WriteByte(hi<<4 | lo)
-		i += 2
+		b.WriteByte(s[i])
 	}
-	return b.String(), true
+	return b.String()
 }
 
-func unhex(c byte) (byte, bool) {
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// unhex returns the value of the hex digit c.
+func unhex(c byte) byte {
 	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
 	}
-	return 0, false
+	return c - '0'
 }
 
 // trimOWS trims the optional white space (spaces and tabs) that W3C Baggage

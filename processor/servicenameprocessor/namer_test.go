@@ -307,6 +307,21 @@ func TestNameRules(t *testing.T) {
 			wantSource: sourceUnknownService,
 		},
 		{
+			name: "a replaced binary keeps its name",
+			in:   map[string]any{"process.executable.name": "nginx (deleted)", "process.executable.path": "/usr/sbin/nginx (deleted)"},
+			want: map[string]any{
+				"process.executable.name": "nginx (deleted)", "process.executable.path": "/usr/sbin/nginx (deleted)",
+				"service.name": "unknown_service:nginx",
+			},
+			wantSource: sourceUnknownService,
+		},
+		{
+			name:       "a replaced binary known by its path only",
+			in:         map[string]any{"process.executable.path": "/usr/sbin/nginx (deleted)"},
+			want:       map[string]any{"process.executable.path": "/usr/sbin/nginx (deleted)", "service.name": "unknown_service:nginx"},
+			wantSource: sourceUnknownService,
+		},
+		{
 			name:       "a bare executable path",
 			in:         map[string]any{"process.executable.path": "nginx"},
 			want:       map[string]any{"process.executable.path": "nginx", "service.name": "unknown_service:nginx"},
@@ -426,15 +441,44 @@ func TestSecretsDoNotLeak(t *testing.T) {
 }
 
 func TestNameExistingDoesNotAllocate(t *testing.T) {
-	attrs := pcommon.NewMap()
-	require.NoError(t, attrs.FromRaw(ebpfResource(map[string]any{"service.name": "checkout"})))
-	n := newNamer(defaultCfg())
-	allocs := testing.AllocsPerRun(1000, func() {
-		if src, _ := n.name(attrs); src != sourceExisting {
-			t.Fatalf("source = %v, want existing", src)
-		}
-	})
-	assert.Zero(t, allocs)
+	keepEnv := defaultCfg()
+	keepEnv.KeepEnvAttributes = true
+	tests := []struct {
+		name string
+		cfg  *Config
+		in   map[string]any
+	}{
+		{
+			name: "service.name only",
+			cfg:  defaultCfg(),
+			in:   ebpfResource(map[string]any{"service.name": "checkout"}),
+		},
+		{
+			// The env attributes are kept so that every run reads them again;
+			// the one OTEL_RESOURCE_ATTRIBUTES key is already there.
+			name: "service.name with env attributes read",
+			cfg:  keepEnv,
+			in: ebpfResource(map[string]any{
+				"service.name": "checkout",
+				envSvc:         "checkout-env",
+				envRA:          "service.name=cart%20x,process.pid=1,bad%entry",
+			}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			attrs := pcommon.NewMap()
+			require.NoError(t, attrs.FromRaw(tt.in))
+			n := newNamer(tt.cfg)
+			allocs := testing.AllocsPerRun(1000, func() {
+				if src, _ := n.name(attrs); src != sourceExisting {
+					t.Fatalf("source = %v, want existing", src)
+				}
+			})
+			assert.Zero(t, allocs)
+			assert.Equal(t, tt.in, attrs.AsRaw(), "nothing was changed")
+		})
+	}
 }
 
 func TestBoundValue(t *testing.T) {
@@ -474,12 +518,18 @@ func TestPercentDecode(t *testing.T) {
 		{in: "a%4", ok: false},
 		{in: "%4g", ok: false},
 		{in: "%g4", ok: false},
+		{in: "%41%", ok: false},
+		{in: "%41%4", ok: false},
+		{in: "a%41b%zz", ok: false},
+		{in: "100%25", want: "100%", ok: true},
+		{in: "%%41", ok: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, ok := percentDecode(tt.in)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.want, got)
+			require.Equal(t, tt.ok, percentValid(tt.in))
+			if tt.ok {
+				assert.Equal(t, tt.want, percentDecode(tt.in))
+			}
 		})
 	}
 }
@@ -490,4 +540,35 @@ func TestSourceString(t *testing.T) {
 		assert.Equal(t, want[s], s.String())
 	}
 	assert.Equal(t, "invalid", numSources.String())
+}
+
+// FuzzName checks, for any OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
+// executable name, that the resource ends with a valid, bounded service.name,
+// valid attribute values, and no env attribute.
+func FuzzName(f *testing.F) {
+	f.Add("checkout", "service.name=cart,team=a", "java")
+	f.Add("", "service.name=%E2%82%AC,x=%zz,,=y", "")
+	f.Add(" \t", "a=b,a=c,service.name=\xff\xfe", "app\xc3")
+	f.Add("", strings.Repeat("k=v,", 300), strings.Repeat("é", 300))
+	f.Fuzz(func(t *testing.T, svc, ra, exe string) {
+		attrs := pcommon.NewMap()
+		attrs.PutStr(envSvc, svc)
+		attrs.PutStr(envRA, ra)
+		attrs.PutStr(keyExecutableName, exe)
+		newNamer(defaultCfg()).name(attrs)
+
+		name, ok := attrs.Get(keyServiceName)
+		require.True(t, ok)
+		assert.NotEmpty(t, name.Str())
+		assert.LessOrEqual(t, len(name.Str()), defaultMaxValueLength)
+		assert.True(t, utf8.ValidString(name.Str()))
+		for k, v := range attrs.All() {
+			assert.False(t, strings.HasPrefix(k, envAttrPrefix), k)
+			if k != keyExecutableName {
+				assert.True(t, utf8.ValidString(k))
+				assert.True(t, utf8.ValidString(v.Str()))
+				assert.LessOrEqual(t, len(v.Str()), defaultMaxValueLength)
+			}
+		}
+	})
 }
