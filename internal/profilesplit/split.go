@@ -66,20 +66,7 @@ func Split(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profiles, trun
 // On error no parts are returned. A batch within maxFrames is returned as
 // []{pd} without being checked.
 func SplitChecked(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profiles, truncated int, err error) {
-	if maxFrames < 1 {
-		maxFrames = 1
-	}
-	if Frames(pd) <= maxFrames {
-		return []pprofile.Profiles{pd}, 0, nil
-	}
-	s := splitterPool.Get().(*splitter)
-	defer splitterPool.Put(s)
-	s.owned = false
-	parts, err = s.run(pd, cutByFrames, maxFrames, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	return parts, s.truncated, nil
+	return split(pd, maxFrames, false)
 }
 
 // SplitOwned is SplitChecked for a caller that owns pd and gives it up: the
@@ -90,9 +77,10 @@ func SplitChecked(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profile
 // such a request cannot be sent). A batch within maxFrames is returned as
 // []{pd}, untouched. A read-only pd is copied as by SplitChecked.
 func SplitOwned(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profiles, truncated int, err error) {
-	if pd.IsReadOnly() {
-		return SplitChecked(pd, maxFrames)
-	}
+	return split(pd, maxFrames, !pd.IsReadOnly())
+}
+
+func split(pd pprofile.Profiles, maxFrames int, owned bool) (parts []pprofile.Profiles, truncated int, err error) {
 	if maxFrames < 1 {
 		maxFrames = 1
 	}
@@ -101,7 +89,7 @@ func SplitOwned(pd pprofile.Profiles, maxFrames int) (parts []pprofile.Profiles,
 	}
 	s := splitterPool.Get().(*splitter)
 	defer splitterPool.Put(s)
-	s.owned = true
+	s.owned = owned
 	parts, err = s.run(pd, cutByFrames, maxFrames, 0)
 	if err != nil {
 		return nil, 0, err
@@ -164,7 +152,7 @@ const (
 // that the index remap slices are allocated once.
 type splitter struct {
 	// owned: the input's samples may be moved into the parts.
-	owned bool
+	owned   bool
 	dict    compactor
 	parts   []pprofile.Profiles
 	cur     pprofile.Profiles
