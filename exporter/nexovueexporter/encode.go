@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
@@ -59,10 +60,15 @@ func newEncoder(compress bool, level int) (*encoder, error) {
 }
 
 // encode returns the request body and the size of the uncompressed protobuf.
-// Marshaling may rewrite pd's strings as dictionary references, as upstream's
-// marshaler does, so the exporter declares MutatesData.
+//
+// pdata's marshaler rewrites the resource and scope attributes of pd as
+// string-table references, after which the pdata API reads them as empty
+// keys. encode puts them back once marshaled, so that pd can still be halved
+// after a 413 or kept for a retry; the exporter still declares MutatesData.
 func (e *encoder) encode(pd pprofile.Profiles) ([]byte, int, error) {
+	saved := saveAttributes(pd)
 	raw, err := marshaler.MarshalProfiles(pd)
+	restoreAttributes(saved)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -82,4 +88,41 @@ func (e *encoder) encode(pd pprofile.Profiles) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	return bytes.Clone(buf.Bytes()), len(raw), nil
+}
+
+// savedAttrs is a copy of one attribute map, to be put back into it.
+type savedAttrs struct {
+	into, copy pcommon.Map
+}
+
+// saveAttributes copies the resource and scope attributes of pd (a read-only
+// pd is copied by the marshaler and left alone).
+func saveAttributes(pd pprofile.Profiles) []savedAttrs {
+	if pd.IsReadOnly() {
+		return nil
+	}
+	var saved []savedAttrs
+	save := func(m pcommon.Map) {
+		if m.Len() > 0 {
+			c := pcommon.NewMap()
+			m.CopyTo(c)
+			saved = append(saved, savedAttrs{into: m, copy: c})
+		}
+	}
+	rps := pd.ResourceProfiles()
+	for i := 0; i < rps.Len(); i++ {
+		rp := rps.At(i)
+		save(rp.Resource().Attributes())
+		sps := rp.ScopeProfiles()
+		for j := 0; j < sps.Len(); j++ {
+			save(sps.At(j).Scope().Attributes())
+		}
+	}
+	return saved
+}
+
+func restoreAttributes(saved []savedAttrs) {
+	for _, s := range saved {
+		s.copy.MoveTo(s.into)
+	}
 }

@@ -203,10 +203,11 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 	return nil
 }
 
-// merge joins the parts into one Profiles with one dictionary.
+// merge joins the parts into the first one, whose dictionary keeps the zero
+// entries the data model requires at index 0.
 func merge(parts []pprofile.Profiles) (pprofile.Profiles, error) {
-	out := pprofile.NewProfiles()
-	for _, p := range parts {
+	out := parts[0]
+	for _, p := range parts[1:] {
 		if err := p.MergeTo(out); err != nil {
 			return out, err
 		}

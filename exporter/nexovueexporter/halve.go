@@ -1,4 +1,7 @@
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
 
-// defaultHalve is the shared splitting code of the frame_limit issue.
-var defaultHalve halveFunc
+import "github.com/nexovue/otelcol-nexovue/internal/profilesplit"
+
+// defaultHalve is the shared splitting code of the frame_limit processor:
+// two halves by frames, each with its own compacted dictionary.
+var defaultHalve halveFunc = profilesplit.Halve
