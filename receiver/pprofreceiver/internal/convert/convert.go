@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +109,9 @@ type Builder struct {
 	stacks    map[string]int32
 	attrs     map[attrKey]int32
 
-	keyBuf []byte
+	keyBuf  []byte
+	idxBuf  []int32
+	keysBuf []string
 }
 
 type attrKey struct {
@@ -185,11 +186,15 @@ func (b *Builder) Append(p *profile.Profile, dst pprofile.ProfilesSlice, opts Op
 		}
 	}
 	// Stacks and attributes are shared by all sample types: compute them once.
+	// attrs holds the attribute indices of all samples, sample i's at
+	// attrs[attrEnd[i-1]:attrEnd[i]].
 	stackIdx := make([]int32, len(p.Sample))
-	attrIdx := make([][]int32, len(p.Sample))
+	attrEnd := make([]int, len(p.Sample))
+	var attrs []int32
 	for i, s := range p.Sample {
 		stackIdx[i] = b.stack(s.Location)
-		attrIdx[i] = b.sampleAttributes(s)
+		attrs = b.sampleAttributes(attrs, s)
+		attrEnd[i] = len(attrs)
 	}
 	profAttrs := b.profileAttributes(p)
 
@@ -231,8 +236,12 @@ func (b *Builder) Append(p *profile.Profile, dst pprofile.ProfilesSlice, opts Op
 			os := samples.AppendEmpty()
 			os.SetStackIndex(stackIdx[i])
 			os.Values().Append(v)
-			if len(attrIdx[i]) > 0 {
-				os.AttributeIndices().Append(attrIdx[i]...)
+			start := 0
+			if i > 0 {
+				start = attrEnd[i-1]
+			}
+			if start < attrEnd[i] {
+				os.AttributeIndices().Append(attrs[start:attrEnd[i]]...)
 			}
 		}
 	}
@@ -330,20 +339,21 @@ func (b *Builder) stack(locs []*profile.Location) int32 {
 	if len(locs) == 0 {
 		return 0
 	}
-	idx := make([]int32, len(locs))
+	idx := b.idxBuf[:0]
 	key := b.keyBuf[:0]
-	for j, l := range locs {
-		idx[j] = b.location(l)
-		v := uint32(idx[j])
+	for _, l := range locs {
+		li := b.location(l)
+		idx = append(idx, li)
+		v := uint32(li)
 		key = append(key, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
 	}
-	b.keyBuf = key
+	b.keyBuf, b.idxBuf = key, idx
 	if i, ok := b.stacks[string(key)]; ok {
 		return i
 	}
 	t := b.dict.StackTable()
 	i := int32(t.Len())
-	t.AppendEmpty().LocationIndices().FromRaw(idx)
+	t.AppendEmpty().LocationIndices().FromRaw(slices.Clone(idx))
 	b.stacks[string(key)] = i
 	return i
 }
@@ -406,26 +416,43 @@ func labelUnit(key string, units []string) string {
 	return ""
 }
 
-func (b *Builder) sampleAttributes(s *profile.Sample) []int32 {
-	n := len(s.Label) + len(s.NumLabel)
-	if n == 0 {
-		return nil
+// taken reports whether key, considered for numeric label k, is already used
+// by a string label or by another numeric label.
+func taken(s *profile.Sample, key, k string) bool {
+	if _, ok := s.Label[key]; ok {
+		return true
 	}
-	out := make([]int32, 0, n)
-	for _, k := range slices.Sorted(maps.Keys(s.Label)) {
+	_, ok := s.NumLabel[key]
+	return ok && key != k
+}
+
+// sortedKeys returns the keys of m in order, in a buffer reused by the next call.
+func sortedKeys[V any](b *Builder, m map[string]V) []string {
+	keys := b.keysBuf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b.keysBuf = keys
+	return keys
+}
+
+// sampleAttributes appends the attribute indices of a sample's labels to out.
+func (b *Builder) sampleAttributes(out []int32, s *profile.Sample) []int32 {
+	for _, k := range sortedKeys(b, s.Label) {
 		if len(s.Label[k]) == 0 {
 			continue
 		}
 		out = append(out, b.strAttr(k, s.Label[k]))
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.NumLabel)) {
+	for _, k := range sortedKeys(b, s.NumLabel) {
 		vals := s.NumLabel[k]
 		if len(vals) == 0 {
 			continue
 		}
 		unit := b.str(labelUnit(k, s.NumUnit[k]))
 		key := k
-		if _, dup := s.Label[k]; dup {
+		for taken(s, key, k) {
 			// Attribute keys must be unique per sample: a numeric label that
 			// shares its name with a string label gets a distinct key.
 			key += ".num"

@@ -227,3 +227,14 @@ func TestParse(t *testing.T) {
 	_, err = Parse([]byte{0x1f, 0x8b, 1, 2, 3}, 1<<20)
 	require.ErrorContains(t, err, "gzip")
 }
+
+func TestLabelKeyCollision(t *testing.T) {
+	p := sampleProfile()
+	p.Sample[0].Label = map[string][]string{"a": {"x"}}
+	p.Sample[0].NumLabel = map[string][]int64{"a": {1}, "a.num": {2}}
+	pd, err := Convert(p)
+	require.NoError(t, err)
+	checkUniqueKeys(t, pd)
+	s := pd.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().At(0).Samples().At(0)
+	assert.Equal(t, map[string]any{"a": "x", "a.num": int64(2), "a.num.num": int64(1)}, attrs(t, pd, s))
+}
