@@ -9,7 +9,16 @@
 //go:generate ../../.tools/mdatagen metadata.yaml
 package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver"
 
+import "fmt"
+
 // DefaultIncludeEnvVars is the comma-separated list of environment variables
 // the receiver reports by default, as process.environment_variable.<NAME>
 // resource attributes. A value set in the configuration replaces it.
 const DefaultIncludeEnvVars = "OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"
+
+// errNeedsLinux is what the receiver answers on other systems.
+func errNeedsLinux(goos, goarch string) error {
+	return fmt.Errorf("the profiling (eBPF) receiver needs Linux on amd64 or arm64, this is %s/%s: "+
+		"remove it from the pipeline and scrape Go services with the pprof receiver instead "+
+		"(see pprof.yaml in this distribution)", goos, goarch)
+}

@@ -4,7 +4,6 @@ package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 
 	"go.opentelemetry.io/collector/component"
@@ -33,7 +32,5 @@ func NewFactory() receiver.Factory {
 }
 
 func createProfiles(context.Context, receiver.Settings, component.Config, xconsumer.Profiles) (xreceiver.Profiles, error) {
-	return nil, fmt.Errorf("the profiling (eBPF) receiver needs Linux on amd64 or arm64, this is %s/%s: "+
-		"remove it from the pipeline and scrape Go services with the pprof receiver instead "+
-		"(see pprof.yaml in this distribution)", runtime.GOOS, runtime.GOARCH)
+	return nil, errNeedsLinux(runtime.GOOS, runtime.GOARCH)
 }
