@@ -70,18 +70,17 @@ func newNamer(cfg *Config) namer {
 	return namer{keepEnvAttributes: cfg.KeepEnvAttributes, maxValueLength: cfg.MaxValueLength}
 }
 
-// resourceFields are the attributes a namer reads, found in one pass.
+// resourceFields are the string values of the attributes a namer reads,
+// taken in one pass before anything is changed ("" when an attribute is
+// missing or not a string), and whether the env attributes are present.
 type resourceFields struct {
-	serviceName    pcommon.Value
-	envServiceName pcommon.Value
-	envResAttrs    pcommon.Value
-	executableName pcommon.Value
-	executablePath pcommon.Value
-	hasServiceName bool
+	serviceName    string
+	envServiceName string
+	envResAttrs    string
+	executableName string
+	executablePath string
 	hasEnvSvcName  bool
 	hasEnvResAttrs bool
-	hasExeName     bool
-	hasExePath     bool
 }
 
 func readFields(attrs pcommon.Map) resourceFields {
@@ -89,23 +88,23 @@ func readFields(attrs pcommon.Map) resourceFields {
 	for k, v := range attrs.All() {
 		switch k {
 		case keyServiceName:
-			f.serviceName, f.hasServiceName = v, true
+			f.serviceName = strOf(v)
 		case keyEnvServiceName:
-			f.envServiceName, f.hasEnvSvcName = v, true
+			f.envServiceName, f.hasEnvSvcName = strOf(v), true
 		case keyEnvResAttrs:
-			f.envResAttrs, f.hasEnvResAttrs = v, true
+			f.envResAttrs, f.hasEnvResAttrs = strOf(v), true
 		case keyExecutableName:
-			f.executableName, f.hasExeName = v, true
+			f.executableName = strOf(v)
 		case keyExecutablePath:
-			f.executablePath, f.hasExePath = v, true
+			f.executablePath = strOf(v)
 		}
 	}
 	return f
 }
 
-// strOf returns v's string when present and of string type, else "".
-func strOf(v pcommon.Value, present bool) string {
-	if !present || v.Type() != pcommon.ValueTypeStr {
+// strOf returns v's string when v is of string type, else "".
+func strOf(v pcommon.Value) string {
+	if v.Type() != pcommon.ValueTypeStr {
 		return ""
 	}
 	return v.Str()
@@ -122,9 +121,9 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 	src := sourceUnknownService
 	name := ""
 	// Rule 1: a non-empty service.name already there is kept as it is.
-	if strings.TrimSpace(strOf(f.serviceName, f.hasServiceName)) != "" {
+	if strings.TrimSpace(f.serviceName) != "" {
 		src = sourceExisting
-	} else if svc := strings.TrimSpace(strOf(f.envServiceName, f.hasEnvSvcName)); svc != "" {
+	} else if svc := strings.TrimSpace(f.envServiceName); svc != "" {
 		// Rule 2: OTEL_SERVICE_NAME, trimmed.
 		src = sourceOTelServiceName
 		name = boundValue(svc, n.maxValueLength)
@@ -134,7 +133,7 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 	// named the resource, as in an SDK, where OTEL_SERVICE_NAME only wins
 	// for service.name; they never replace an attribute already there.
 	skipped := 0
-	if ra := strOf(f.envResAttrs, f.hasEnvResAttrs); ra != "" {
+	if ra := f.envResAttrs; ra != "" {
 		var raName string
 		raName, skipped = n.applyResourceAttributes(attrs, ra, src == sourceUnknownService)
 		if src == sourceUnknownService && raName != "" {
@@ -145,9 +144,7 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 
 	// Rule 4: unknown_service:<executable>.
 	if src == sourceUnknownService {
-		name = n.unknownServiceName(
-			strOf(f.executableName, f.hasExeName),
-			strOf(f.executablePath, f.hasExePath))
+		name = n.unknownServiceName(f.executableName, f.executablePath)
 	}
 
 	if src != sourceExisting {
@@ -167,8 +164,8 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 // applyResourceAttributes parses an OTEL_RESOURCE_ATTRIBUTES value, adds each
 // well-formed key other than service.name to attrs when absent, and returns
 // the trimmed service.name it holds ("" if none, or if wantName is false)
-// and the number of entries skipped. Entries are read from the last to the first so that, as in an
-// SDK, the last of duplicate keys wins.
+// and the number of entries skipped. Entries are read from the last to the
+// first so that, as in an SDK, the last of duplicate keys wins.
 func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string, wantName bool) (string, int) {
 	skipped := 0
 	if c := strings.Count(ra, ","); c >= maxResourceAttributeEntries {
@@ -207,17 +204,28 @@ func (n namer) applyResourceAttributes(attrs pcommon.Map, ra string, wantName bo
 		case key == keyServiceName:
 			if wantName && !nameSeen {
 				nameSeen = true
-				name = strings.Clone(boundValue(strings.TrimSpace(percentDecode(rawValue)), n.maxValueLength))
+				name = strings.TrimSpace(n.ownedValue(rawValue))
 			}
 		case strings.HasPrefix(key, envAttrPrefix):
 			// Never let the variable fake a captured environment variable.
 		default:
 			if _, exists := attrs.Get(key); !exists {
-				attrs.PutStr(strings.Clone(key), strings.Clone(boundValue(percentDecode(rawValue), n.maxValueLength)))
+				attrs.PutStr(strings.Clone(key), n.ownedValue(rawValue))
 			}
 		}
 	}
 	return name, skipped
+}
+
+// ownedValue percent-decodes and bounds a raw OTEL_RESOURCE_ATTRIBUTES value
+// into a string of its own, so that what is kept does not hold on to the
+// whole variable's memory. It copies the value at most once.
+func (n namer) ownedValue(raw string) string {
+	if strings.IndexByte(raw, '%') < 0 && utf8.ValidString(raw) {
+		return strings.Clone(boundValue(raw, n.maxValueLength))
+	}
+	// Decoding or repairing makes a new string already.
+	return boundValue(percentDecode(raw), n.maxValueLength)
 }
 
 // unknownServiceName is "unknown_service:" and the executable's name, or
