@@ -7,25 +7,7 @@ import (
 	"time"
 )
 
-// The rate limit, per key.
-//
-// A key may send at most SamplesPerSecond samples in any one-second window:
-// the server remembers the accepted requests of the last second (the window
-// is (now-1s, now]) and accepts a request of n samples only if the samples
-// already accepted in that window plus n stay within the limit. A request
-// that would cross the limit is refused whole and consumes no budget; so is
-// every other refused request. A request with more samples than the limit
-// can therefore never be accepted: the sender must split it.
-//
-// A 429 announces Retry-After and blocks the key until then: every request
-// from the key before that time is answered 429 too, with a Retry-After for
-// the time remaining, and counted as an early retry (also requests that were
-// already on their way when the 429 was sent: the server cannot tell them
-// apart). The blocked-until time is exactly what a client can read from the
-// header: for delay-seconds it is the 429's time plus the whole seconds sent
-// (RetryAfter rounded up); for the HTTP-date form it is the whole second
-// sent (the 429's time plus RetryAfter, rounded up to a whole second), so a
-// client that waits as told is never counted early.
+// The rate limit is described in the package documentation (doc.go).
 
 const rateWindow = time.Second
 
@@ -37,6 +19,7 @@ type windowEvent struct {
 type keyWindow struct {
 	events       []windowEvent // accepted requests in the window, oldest first
 	sum          int64
+	blockedAt    time.Time // when the last 429 was decided
 	blockedUntil time.Time
 }
 
@@ -85,8 +68,9 @@ func (s *Server) remaining(now, until time.Time) string {
 }
 
 // admit applies the rate limit (and the random-throttle fault) to a valid
-// request of n samples from key, and books it when accepted.
-func (s *Server) admit(key string, n, limit int64) admission {
+// request of n samples from key that arrived at arrived, and books it when
+// accepted.
+func (s *Server) admit(key string, n, limit int64, arrived time.Time) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
@@ -96,12 +80,18 @@ func (s *Server) admit(key string, n, limit int64) admission {
 		s.keys[key] = k
 	}
 	if now.Before(k.blockedUntil) {
-		return admission{refused: true, early: true, retryAfter: s.remaining(now, k.blockedUntil),
-			reason: "early retry: Retry-After has not passed yet"}
+		// A request that arrived before the 429 was decided was on its way
+		// already: refused too, but not an early retry.
+		early := !arrived.Before(k.blockedAt)
+		reason := "early retry: Retry-After has not passed yet"
+		if !early {
+			reason = "key is blocked until Retry-After has passed"
+		}
+		return admission{refused: true, early: early, retryAfter: s.remaining(now, k.blockedUntil), reason: reason}
 	}
 	refuse := func(reason string) admission {
 		h, until := s.announce(now)
-		k.blockedUntil = until
+		k.blockedAt, k.blockedUntil = now, until
 		return admission{refused: true, retryAfter: h, reason: reason}
 	}
 	if p := s.fault.ThrottleProbability; p > 0 && s.rng.Float64() < p {

@@ -154,3 +154,23 @@ func TestRetryAfterHTTPDateOnWholeSecond(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, a.status)
 	assert.Equal(t, "Wed, 02 Dec 2026 12:00:01 GMT", a.header.Get("Retry-After"))
 }
+
+func TestRequestOnItsWayBeforeThe429IsNotAnEarlyRetry(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := New(Config{SamplesPerSecond: 10, Now: clock.Now})
+	arrivedEarlier := clock.Now()
+	clock.Advance(10 * time.Millisecond)
+	d := s.admit(testKey, 11, 10, clock.Now())
+	require.True(t, d.refused)
+	require.False(t, d.early)
+
+	// Arrived before the 429 was decided, decided after: refused, not early.
+	d = s.admit(testKey, 1, 10, arrivedEarlier)
+	assert.True(t, d.refused)
+	assert.False(t, d.early)
+	assert.Equal(t, "1", d.retryAfter)
+	// Arrived after: an early retry.
+	d = s.admit(testKey, 1, 10, clock.Now())
+	assert.True(t, d.refused)
+	assert.True(t, d.early)
+}

@@ -280,7 +280,7 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 5. rate limit
-	if d := s.admit(key, info.Samples, lim.samplesPerSecond); d.refused {
+	if d := s.admit(key, info.Samples, lim.samplesPerSecond, info.Time); d.refused {
 		info.EarlyRetry = d.early
 		w.Header().Set("Retry-After", d.retryAfter)
 		refuse(http.StatusTooManyRequests, d.reason)
