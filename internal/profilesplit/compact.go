@@ -35,9 +35,9 @@ func (r *remap) clearUsed() {
 	r.from = r.from[:0]
 }
 
-// add records that source index i is part index len(from) and returns it.
-func (r *remap) add(i int) int32 {
-	d := int32(len(r.from))
+// add records that source index i is index d of the table being built and
+// returns d.
+func (r *remap) add(i int, d int32) int32 {
 	r.from = append(r.from, int32(i))
 	r.to[i] = d
 	return d
@@ -60,7 +60,8 @@ type compactor struct {
 	strings, attrs, funcs, mappings, locations, stacks, truncStacks, links remap
 
 	maxFrames int
-	buf       []int32 // scratch for a stack's location indices
+	strIndex  map[string]int32 // merging only: index of each string in dst
+	buf       []int32          // scratch for a stack's location indices
 	err       error   // first index error met; sticky
 }
 
@@ -139,6 +140,20 @@ func (c *compactor) fail(format string, args ...any) {
 	}
 }
 
+// addString appends s to the string table being built and returns its index;
+// with strIndex set (merging), an equal string already there is reused.
+func (c *compactor) addString(s string) int32 {
+	st := c.dst.StringTable()
+	if c.strIndex != nil {
+		if d, ok := c.strIndex[s]; ok {
+			return d
+		}
+		c.strIndex[s] = int32(st.Len())
+	}
+	st.Append(s)
+	return int32(st.Len() - 1)
+}
+
 // lookup returns the part index of source index i of the table r maps, or
 // missing=true when the entry is not in the part yet (the caller then appends
 // it and records it with r.add). field names the referring field for errors.
@@ -160,8 +175,8 @@ func (c *compactor) lookup(r *remap, i int32, field func() string, table string)
 func (c *compactor) str(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.strings, i, field, "string_table")
 	if missing {
-		c.dst.StringTable().Append(c.srcStrings.At(int(i)))
-		d = c.strings.add(int(i))
+		d = c.addString(c.srcStrings.At(int(i)))
+		c.strings.add(int(i), d)
 	}
 	return d
 }
@@ -170,7 +185,7 @@ func (c *compactor) attr(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.attrs, i, field, "attribute_table")
 	if missing {
 		c.fillAttr(int(i), c.dst.AttributeTable().AppendEmpty())
-		d = c.attrs.add(int(i))
+		d = c.attrs.add(int(i), int32(c.dst.AttributeTable().Len()-1))
 	}
 	return d
 }
@@ -198,7 +213,7 @@ func (c *compactor) fn(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.funcs, i, field, "function_table")
 	if missing {
 		c.fillFunc(int(i), c.dst.FunctionTable().AppendEmpty())
-		d = c.funcs.add(int(i))
+		d = c.funcs.add(int(i), int32(c.dst.FunctionTable().Len()-1))
 	}
 	return d
 }
@@ -215,7 +230,7 @@ func (c *compactor) mapping(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.mappings, i, field, "mapping_table")
 	if missing {
 		c.fillMapping(int(i), c.dst.MappingTable().AppendEmpty())
-		d = c.mappings.add(int(i))
+		d = c.mappings.add(int(i), int32(c.dst.MappingTable().Len()-1))
 	}
 	return d
 }
@@ -233,7 +248,7 @@ func (c *compactor) location(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.locations, i, field, "location_table")
 	if missing {
 		c.fillLocation(int(i), c.dst.LocationTable().AppendEmpty())
-		d = c.locations.add(int(i))
+		d = c.locations.add(int(i), int32(c.dst.LocationTable().Len()-1))
 	}
 	return d
 }
@@ -318,7 +333,7 @@ func (c *compactor) link(i int32, field func() string) int32 {
 	d, missing := c.lookup(&c.links, i, field, "link_table")
 	if missing {
 		c.srcLinks.At(int(i)).CopyTo(c.dst.LinkTable().AppendEmpty())
-		d = c.links.add(int(i))
+		d = c.links.add(int(i), int32(c.dst.LinkTable().Len()-1))
 	}
 	return d
 }
@@ -326,11 +341,9 @@ func (c *compactor) link(i int32, field func() string) int32 {
 // copyProfileFields copies every field of src but its samples into dst,
 // mapping its dictionary references.
 func (c *compactor) copyProfileFields(src, dst pprofile.Profile, path samplePath) error {
-	field := func(name string) func() string {
-		return func() string { return path.profilePath() + "." + name }
-	}
-	c.valueType(src.SampleType(), dst.SampleType(), field("sample_type"))
-	c.valueType(src.PeriodType(), dst.PeriodType(), field("period_type"))
+	src.SampleType().CopyTo(dst.SampleType())
+	src.PeriodType().CopyTo(dst.PeriodType())
+	src.AttributeIndices().CopyTo(dst.AttributeIndices())
 	dst.SetTime(src.Time())
 	dst.SetDurationNano(src.DurationNano())
 	dst.SetPeriod(src.Period())
@@ -338,13 +351,31 @@ func (c *compactor) copyProfileFields(src, dst pprofile.Profile, path samplePath
 	dst.SetDroppedAttributesCount(src.DroppedAttributesCount())
 	dst.SetOriginalPayloadFormat(src.OriginalPayloadFormat())
 	src.OriginalPayload().CopyTo(dst.OriginalPayload())
-	c.attrIndices(src.AttributeIndices(), dst.AttributeIndices(), field("attribute_indices"))
+	return c.mapProfileFields(dst, path)
+}
+
+// mapProfileFields rewrites the dictionary references of p's own fields (not
+// its samples), a profile of the source now placed in the part.
+func (c *compactor) mapProfileFields(p pprofile.Profile, path samplePath) error {
+	field := func(name string) func() string {
+		return func() string { return path.profilePath() + "." + name }
+	}
+	c.valueType(p.SampleType(), field("sample_type"))
+	c.valueType(p.PeriodType(), field("period_type"))
+	c.mapAttrIndices(p.AttributeIndices(), field("attribute_indices"))
 	return c.err
 }
 
-func (c *compactor) valueType(src, dst pprofile.ValueType, field func() string) {
-	dst.SetTypeStrindex(c.str(src.TypeStrindex(), func() string { return field() + ".type_strindex" }))
-	dst.SetUnitStrindex(c.str(src.UnitStrindex(), func() string { return field() + ".unit_strindex" }))
+func (c *compactor) valueType(t pprofile.ValueType, field func() string) {
+	t.SetTypeStrindex(c.str(t.TypeStrindex(), func() string { return field() + ".type_strindex" }))
+	t.SetUnitStrindex(c.str(t.UnitStrindex(), func() string { return field() + ".unit_strindex" }))
+}
+
+// mapAttrIndices rewrites attribute indices in place.
+func (c *compactor) mapAttrIndices(ai pcommon.Int32Slice, field func() string) {
+	for j := 0; j < ai.Len(); j++ {
+		ai.SetAt(j, c.attr(ai.At(j), func() string { return fmt.Sprintf("%s[%d]", field(), j) }))
+	}
 }
 
 // mapSample rewrites the dictionary references of s, a sample of the
@@ -359,9 +390,6 @@ func (c *compactor) mapSample(s pprofile.Sample, path samplePath) (truncated boo
 	if li := s.LinkIndex(); li != 0 {
 		s.SetLinkIndex(c.link(li, field("link_index")))
 	}
-	ai := s.AttributeIndices()
-	for j := 0; j < ai.Len(); j++ {
-		ai.SetAt(j, c.attr(ai.At(j), func() string { return fmt.Sprintf("%s[%d]", field("attribute_indices")(), j) }))
-	}
+	c.mapAttrIndices(s.AttributeIndices(), field("attribute_indices"))
 	return truncated, c.err
 }
