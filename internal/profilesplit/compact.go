@@ -62,7 +62,7 @@ type compactor struct {
 	maxFrames int
 	strIndex  map[string]int32 // merging only: index of each string in dst
 	buf       []int32          // scratch for a stack's location indices
-	err       error   // first index error met; sticky
+	err       error            // first index error met; sticky
 }
 
 func (c *compactor) init(src pprofile.ProfilesDictionary, maxFrames int) {
