@@ -60,6 +60,26 @@ crossbuild: sources
 			-o $(BUILD_DIR)/$$os-$$arch/otelcol-nexovue$$ext .); \
 	done
 
+# ---- run and test ----
+# Profile this host (as root). See internal/buildtools/run-local.sh.
+.PHONY: run
+run: build
+	internal/buildtools/run-local.sh
+
+# What the tests need from the machine: tracefs for the eBPF receiver, podman
+# and runc for the container test. Needs root; does nothing when all is there.
+.PHONY: prereqs
+prereqs:
+	internal/buildtools/prereqs.sh
+
+# Every test: unit, fuzz seeds, the cross-builds, and the smoke, end-to-end,
+# distribution and container tests that drive the built binary.
+GO_TEST_FLAGS ?= -count=1 -timeout 25m
+.PHONY: test
+test: prereqs build crossbuild
+	$(GO) vet ./...
+	$(GO) test $(GO_TEST_FLAGS) ./...
+
 .PHONY: clean
 clean:
 	rm -rf $(BUILD_DIR) $(TOOLS_DIR)
