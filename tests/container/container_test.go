@@ -1,0 +1,289 @@
+// Package container tests the container image end to end with podman: it
+// builds the image with `make image-only`, checks what the image holds, then
+// runs the docs' `docker run` command (podman is docker-compatible) with the
+// shipped agent config pointed at the ingest double on loopback, and asserts
+// that a host process's profiles arrive under its OTEL_SERVICE_NAME.
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+const (
+	serviceName = "container-check"
+	ingestKey   = "container-test-key-0123456789"
+	// firstProfileTimeout bounds the wait from `podman run` to the service's
+	// first accepted profile.
+	firstProfileTimeout = 100 * time.Second
+)
+
+// podmanArgs are the settings this machine needs on every `podman run`:
+// crun rejects its hybrid cgroup layout, and its hard limits are below
+// podman's default ulimits.
+var podmanArgs = []string{"--runtime", "runc", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"}
+
+func podman(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatalf("podman is missing (%v): install Debian's podman and runc (apt-get install -y podman runc)", err)
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Fatalf("runc is missing (%v): apt-get install -y runc", err)
+	}
+	return p
+}
+
+// run runs a command and returns its standard output, failing the test with
+// its standard error on error.
+func run(t *testing.T, ctx context.Context, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = env
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s\n%s", name, strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// imageInfo is what the test reads from `podman image inspect`.
+type imageInfo struct {
+	Size   int64
+	Config struct {
+		Entrypoint []string
+		Cmd        []string
+		Labels     map[string]string
+	}
+}
+
+func TestContainerImageProfilesHost(t *testing.T) {
+	pm := podman(t)
+	bin := testenv.Binary(t)
+	launcher := testenv.Launcher(t)
+	testenv.RequireTracefs(t)
+	root := testenv.RepoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// The image, built the way `make image` builds it, from the binary under test.
+	suffix := strconv.Itoa(os.Getpid())
+	image := "localhost/otelcol-nexovue-test"
+	tag := "e2e-" + suffix
+	ref := image + ":" + tag
+	start := time.Now()
+	run(t, ctx, root, nil, "make", "--no-print-directory", "-f", "distributions/dist.mk", "image-only",
+		"BUILD_DIR="+t.TempDir(), "BINARY="+bin, "IMAGE="+image, "IMAGE_TAG="+tag, "CONTAINER_ENGINE="+pm)
+	buildTime := time.Since(start)
+	t.Cleanup(func() { _ = exec.Command(pm, "rmi", "-f", ref).Run() })
+
+	var infos []imageInfo
+	if err := json.Unmarshal([]byte(run(t, ctx, root, nil, pm, "image", "inspect", ref)), &infos); err != nil || len(infos) != 1 {
+		t.Fatalf("podman image inspect %s: %v (%d images)", ref, err, len(infos))
+	}
+	info := infos[0]
+	checkImage(t, info)
+	checkImageFiles(t, ctx, pm, ref, suffix)
+
+	// The ingest double on loopback, and a host process to profile.
+	srv := ingest.New(ingest.Config{Keys: []string{ingestKey}})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			st := srv.Stats()
+			t.Logf("ingest double: answers by status %v, dropped %d, samples per service %v", st.RequestsByStatus, st.Dropped, srv.ServiceSamples())
+			for _, r := range st.Recent {
+				if r.Reason != "" {
+					t.Logf("refused: %d %s", r.Status, r.Reason)
+				}
+			}
+		}
+	})
+	burner := testenv.BuildGo(t, filepath.Join("testdata", "cpuburner"), "cpuburner")
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + serviceName}, burner, "-for", "3m")
+
+	// The docs' command, with our image, the shipped agent config and this
+	// machine's podman settings. The memlock launcher (test-only: this
+	// sandbox withholds CAP_SYS_RESOURCE even from --privileged) is mounted
+	// and used as the entrypoint; the shipped image does not contain it.
+	health := freePort(t)
+	name := "otel-profiler-e2e-" + suffix
+	args := []string{"run", "-d", "--name", name, "--privileged", "--pid=host",
+		"-v", "/sys/kernel/debug:/sys/kernel/debug",
+		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
+		"-v", "/proc:/proc",
+		"-v", "/sys/kernel/tracing:/sys/kernel/tracing",
+		"-v", filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml") + ":/etc/otelcol/config.yaml:ro",
+		"-e", "NEXOVUE_KEY",
+		"-e", "NEXOVUE_ENDPOINT=" + srv.URL(),
+		"-e", "NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:" + strconv.Itoa(health),
+		"-e", "NEXOVUE_METRICS_HOST=127.0.0.1",
+		"-e", "NEXOVUE_METRICS_PORT=" + strconv.Itoa(freePort(t)),
+		"--network=host",
+		"-v", launcher + ":/memlock-launcher:ro", "--entrypoint", "/memlock-launcher",
+	}
+	args = append(args, podmanArgs...)
+	args = append(args, ref, "/otelcol-nexovue", "--config", "/etc/otelcol/config.yaml", testenv.FeatureGate)
+	env := append(os.Environ(), "NEXOVUE_KEY="+ingestKey)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command(pm, "logs", "--tail", "80", name).CombinedOutput()
+			t.Logf("podman logs %s:\n%s", name, logs)
+		}
+		if out, err := exec.Command(pm, "rm", "-f", "-t", "5", name).CombinedOutput(); err != nil {
+			t.Errorf("podman rm -f %s: %v\n%s", name, err, out)
+		}
+	})
+	runAt := time.Now()
+	run(t, ctx, root, env, pm, args...)
+
+	// First profile from anything, then from the named host process.
+	var first, named time.Duration
+	testenv.WaitFor(t, firstProfileTimeout, "profiles of "+serviceName+" at the ingest double", func() (bool, error) {
+		if state := containerState(t, pm, name); state != "running" {
+			return false, fmt.Errorf("the container is %s", state)
+		}
+		svcs := srv.ServiceSamples()
+		if first == 0 && len(svcs) > 0 {
+			first = time.Since(runAt)
+		}
+		if svcs[serviceName] > 0 {
+			named = time.Since(runAt)
+			return true, nil
+		}
+		return false, nil
+	})
+	svcs := srv.ServiceSamples()
+	for s, n := range svcs {
+		if s == "" || n <= 0 {
+			t.Errorf("service %q with %d samples: every profile must carry a service name", s, n)
+		}
+	}
+	inclusive := srv.TopInclusiveFunctions(serviceName, 20)
+	if !slices.ContainsFunc(inclusive, func(f ingest.FunctionCount) bool { return f.Function == "main.burn" }) {
+		t.Errorf("%s's stacks do not show main.burn (the function that burns its CPU): %+v", serviceName, inclusive)
+	}
+
+	// health_check answers on the host network.
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(health) + "/")
+	if err != nil {
+		t.Errorf("health_check: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("health_check answered %d", resp.StatusCode)
+		}
+	}
+	// The key never reaches the logs.
+	logs, err := exec.Command(pm, "logs", name).CombinedOutput()
+	if err != nil {
+		t.Errorf("podman logs: %v", err)
+	}
+	if strings.Contains(string(logs), ingestKey) {
+		t.Error("the container's log holds the ingest key")
+	}
+	if n := srv.Requests(http.StatusUnauthorized); n > 0 {
+		t.Errorf("the ingest double answered 401 %d times", n)
+	}
+
+	t.Logf("image %s: %.1f MB, built in %s; podman run to first profile %s, to %s's first profile %s; services %v",
+		ref, float64(info.Size)/1e6, buildTime.Round(time.Millisecond), first.Round(time.Millisecond),
+		serviceName, named.Round(time.Millisecond), svcs)
+	fmt.Printf("container: image %.1f MB; podman run to first profile %s (%s: %s)\n",
+		float64(info.Size)/1e6, first.Round(time.Millisecond), serviceName, named.Round(time.Millisecond))
+}
+
+func containerState(t *testing.T, pm, name string) string {
+	t.Helper()
+	out, err := exec.Command(pm, "inspect", "--format", "{{.State.Status}}", name).Output()
+	if err != nil {
+		return "not inspectable: " + err.Error()
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// checkImage asserts the image's entrypoint, default command and OCI labels.
+func checkImage(t *testing.T, info imageInfo) {
+	t.Helper()
+	if !slices.Equal(info.Config.Entrypoint, []string{"/otelcol-nexovue"}) {
+		t.Errorf("entrypoint %q, want the collector", info.Config.Entrypoint)
+	}
+	if want := []string{"--config", "/etc/otelcol/config.yaml", testenv.FeatureGate}; !slices.Equal(info.Config.Cmd, want) {
+		t.Errorf("cmd %q, want %q", info.Config.Cmd, want)
+	}
+	for _, l := range []string{"org.opencontainers.image.version", "org.opencontainers.image.source", "org.opencontainers.image.licenses", "org.opencontainers.image.revision"} {
+		if v := info.Config.Labels[l]; v == "" || v == "dev" || v == "unknown" {
+			t.Errorf("label %s = %q", l, v)
+		}
+	}
+	if info.Size <= 0 || info.Size > 250e6 {
+		t.Errorf("image size %d bytes", info.Size)
+	}
+}
+
+// checkImageFiles asserts that the image holds the collector, the CA bundle
+// and the agent config, and nothing else: no base image, no launcher.
+func checkImageFiles(t *testing.T, ctx context.Context, pm, ref, suffix string) {
+	t.Helper()
+	name := "otel-profiler-files-" + suffix
+	run(t, ctx, "", nil, pm, "create", "--name", name, ref)
+	defer func() { _ = exec.Command(pm, "rm", "-f", name).Run() }()
+	tarPath := filepath.Join(t.TempDir(), "rootfs.tar")
+	run(t, ctx, "", nil, pm, "export", "-o", tarPath, name)
+	list := run(t, ctx, "", nil, "tar", "-tf", tarPath)
+	var files []string
+	for _, f := range strings.Split(strings.TrimSpace(list), "\n") {
+		if f != "" && !strings.HasSuffix(f, "/") {
+			files = append(files, strings.TrimPrefix(f, "./"))
+		}
+	}
+	// podman adds mount points for /etc/hosts, /etc/resolv.conf etc.; those are empty files it creates.
+	want := []string{"etc/otelcol/config.yaml", "etc/ssl/certs/ca-certificates.crt", "otelcol-nexovue"}
+	var extra []string
+	for _, f := range files {
+		if !slices.Contains(want, f) && !slices.Contains([]string{"etc/hosts", "etc/resolv.conf", "etc/hostname", "run/.containerenv"}, f) {
+			extra = append(extra, f)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(files, w) {
+			t.Errorf("the image lacks /%s", w)
+		}
+	}
+	if len(extra) > 0 {
+		t.Errorf("the image holds more than the collector, its config and the CA bundle: %v", extra)
+	}
+}
