@@ -87,8 +87,9 @@ type Fault struct {
 	DropAll bool
 	// UnavailableFirst: answer 503 to the next N requests.
 	UnavailableFirst int
-	// UnavailableRetryAfter, when > 0, is sent as Retry-After (delay-seconds,
-	// rounded up) with those 503 answers.
+	// UnavailableRetryAfter, when > 0, is sent as Retry-After with those 503
+	// answers, in the form Config.RetryAfterHTTPDate selects. A 503 does not
+	// block the key and no early retries are counted for it.
 	UnavailableRetryAfter time.Duration
 	// ThrottleProbability answers 429 (with Retry-After, like the rate limit)
 	// to a valid request with this probability, drawn from a generator seeded

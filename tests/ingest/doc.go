@@ -75,7 +75,8 @@
 // the integer sample attribute "seq" (distinct values, duplicates, missing
 // ones); and metadata of the last Config.KeepRecent requests. GET /stats
 // serves Stats as JSON (add ?missing_below=N for the missing seq values).
-// TakeWindow returns and resets per-interval counts (the program's table).
+// TakeWindow returns and resets per-interval counts (the program's table);
+// Reset forgets everything, e.g. between subtests.
 //
 // # Faults
 //

@@ -139,3 +139,29 @@ func TestFaultFixedStatus(t *testing.T) {
 	assert.Equal(t, 1, s.Requests(http.StatusUnauthorized))
 	assert.Equal(t, 1, s.Requests(http.StatusBadRequest))
 }
+
+func TestFaultUnavailableRetryAfterAsHTTPDate(t *testing.T) {
+	clock := newFakeClock(t0) // 12:00:00.3
+	s := startServer(t, Config{RetryAfterHTTPDate: true, Now: clock.Now})
+	s.SetFault(Fault{UnavailableFirst: 1, UnavailableRetryAfter: 2 * time.Second})
+	a := sendBuilder(t, s, nSamples("a", 1))
+	require.Equal(t, http.StatusServiceUnavailable, a.status)
+	assert.Equal(t, "Wed, 02 Dec 2026 12:00:03 GMT", a.header.Get("Retry-After"))
+	require.Equal(t, http.StatusOK, sendBuilder(t, s, nSamples("a", 1)).status, "a 503 does not block the key")
+	assert.Zero(t, s.EarlyRetries())
+}
+
+func TestReset(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := startServer(t, Config{SamplesPerSecond: 5, Now: clock.Now})
+	require.Equal(t, http.StatusOK, sendBuilder(t, s, NewRequestBuilder().SeqRange("a", 0, 5, "f")).status)
+	require.Equal(t, http.StatusTooManyRequests, sendBuilder(t, s, nSamples("a", 1)).status)
+	s.SetFault(Fault{DropAll: true})
+	s.Reset()
+	assert.Equal(t, Fault{}, s.Fault())
+	assert.Zero(t, s.SamplesAccepted())
+	assert.Zero(t, s.Requests(http.StatusTooManyRequests))
+	assert.Zero(t, s.Seq().Distinct)
+	assert.Empty(t, s.RecentRequests())
+	require.Equal(t, http.StatusOK, sendBuilder(t, s, nSamples("a", 5)).status, "the key's window and block are gone")
+}

@@ -45,17 +45,17 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// announce returns the Retry-After header for a 429 sent at now and the time
-// the key stays blocked.
-func (s *Server) announce(now time.Time) (string, time.Time) {
+// announce returns the Retry-After header announcing a delay d from now, in
+// the configured form, and the time it announces (what a client can read).
+func (s *Server) announce(now time.Time, d time.Duration) (string, time.Time) {
 	if s.cfg.RetryAfterHTTPDate {
-		until := now.Add(s.cfg.RetryAfter)
+		until := now.Add(d)
 		if t := until.Truncate(time.Second); t.Before(until) {
 			until = t.Add(time.Second)
 		}
 		return until.UTC().Format(http.TimeFormat), until
 	}
-	secs := ceilSeconds(s.cfg.RetryAfter)
+	secs := ceilSeconds(d)
 	return strconv.FormatInt(secs, 10), now.Add(time.Duration(secs) * time.Second)
 }
 
@@ -90,7 +90,7 @@ func (s *Server) admit(key string, n, limit int64, arrived time.Time) admission 
 		return admission{refused: true, early: early, retryAfter: s.remaining(now, k.blockedUntil), reason: reason}
 	}
 	refuse := func(reason string) admission {
-		h, until := s.announce(now)
+		h, until := s.announce(now, s.cfg.RetryAfter)
 		k.blockedAt, k.blockedUntil = now, until
 		return admission{refused: true, retryAfter: h, reason: reason}
 	}

@@ -215,7 +215,8 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 		return
 	case fa.unavailable:
 		if fa.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(fa.retryAfter), 10))
+			h, _ := s.announce(s.cfg.Now(), fa.retryAfter)
+			w.Header().Set("Retry-After", h)
 		}
 		refuse(http.StatusServiceUnavailable, "fault: service unavailable")
 		return
@@ -434,6 +435,16 @@ func (s *Server) RecentRequests() []RequestInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.agg.recentInOrder()
+}
+
+// Reset forgets everything received and every key's rate window and block,
+// and ends fault injection; limits stay as they are.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.agg = newAggregates(s.cfg.KeepRecent, s.cfg.Now())
+	s.keys = map[string]*keyWindow{}
+	s.fault = Fault{}
 }
 
 // TakeWindow returns what was received since the previous call (or since
