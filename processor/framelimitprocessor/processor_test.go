@@ -187,7 +187,9 @@ type flaky struct {
 	sink   consumertest.ProfilesSink
 }
 
-func (f *flaky) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: false} }
+func (f *flaky) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
 
 func (f *flaky) ConsumeProfiles(ctx context.Context, pd pprofile.Profiles) error {
 	f.mu.Lock()
