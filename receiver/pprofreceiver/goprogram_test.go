@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ import (
 func startGoProgram(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "pprofserver")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
 	build := exec.Command("go", "build", "-o", bin, "./testdata/pprofserver")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
