@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/consumer/xconsumer"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -98,15 +99,23 @@ func startHarness(t *testing.T, h http.HandlerFunc, tweak func(*Config)) *harnes
 	}
 	require.NoError(t, cfg.Validate())
 
+	sink := new(consumertest.ProfilesSink)
+	r, logs := startObserved(t, cfg, sink)
+	return &harness{target: ft, sink: sink, logs: logs, r: r, url: cfg.Remote.Client.Endpoint}
+}
+
+// startObserved starts a receiver whose logs are observed; it is shut down
+// when the test ends.
+func startObserved(t *testing.T, cfg *Config, next xconsumer.Profiles) (*pprofReceiver, *observer.ObservedLogs) {
+	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	sink := new(consumertest.ProfilesSink)
-	r, err := newReceiver(set, cfg, sink)
+	r, err := newReceiver(set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, r.Shutdown(context.Background())) })
-	return &harness{target: ft, sink: sink, logs: logs, r: r, url: cfg.Remote.Client.Endpoint}
+	return r, logs
 }
 
 // failures returns the logged scrape failures.
@@ -184,13 +193,7 @@ func TestTargetDown(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Remote.Client.Endpoint = strings.Replace(url, "http://", "http://scraper:s3cret@", 1)
 	cfg.Remote.CollectionInterval = 20 * time.Millisecond
-	core, logs := observer.New(zap.InfoLevel)
-	set := receivertest.NewNopSettings(metadata.Type)
-	set.Logger = zap.New(core)
-	r, err := newReceiver(set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+	_, logs := startObserved(t, cfg, consumertest.NewNop())
 
 	require.Eventually(t, func() bool { return logs.FilterMessage("pprof scrape failed").Len() >= 2 }, 10*time.Second, 5*time.Millisecond)
 	for _, e := range logs.FilterMessage("pprof scrape failed").All() {
@@ -221,13 +224,7 @@ func TestPipelineRefusalIsLoggedAndRetriedNextInterval(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Remote.Client.Endpoint = srv.URL + "/debug/pprof/heap"
 	cfg.Remote.CollectionInterval = 20 * time.Millisecond
-	core, logs := observer.New(zap.InfoLevel)
-	set := receivertest.NewNopSettings(metadata.Type)
-	set.Logger = zap.New(core)
-	r, err := newReceiver(set, cfg, consumertest.NewErr(assert.AnError))
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+	_, logs := startObserved(t, cfg, consumertest.NewErr(assert.AnError))
 	require.Eventually(t, func() bool { return logs.FilterMessage("pprof scrape failed").Len() >= 2 }, 10*time.Second, 5*time.Millisecond)
 	assert.Contains(t, logs.FilterMessage("pprof scrape failed").All()[0].ContextMap()["error"], "pipeline refused the profiles")
 }
