@@ -165,8 +165,20 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 	}
 }
 
+// maxFunctionsPerService bounds the distinct function names kept per
+// service (and per service in a window); further names are counted as
+// OtherFunctions.
+const maxFunctionsPerService = 10_000
+
+// OtherFunctions is the name samples of functions beyond the per-service
+// bound of distinct names are counted under.
+const OtherFunctions = "(other functions)"
+
 func addCounts(dst, src map[string]int64) {
 	for k, v := range src {
+		if _, ok := dst[k]; !ok && len(dst) >= maxFunctionsPerService {
+			k = OtherFunctions
+		}
 		dst[k] += v
 	}
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -119,4 +120,15 @@ func TestRecentRequestsAreBounded(t *testing.T) {
 	require.Len(t, recent, 3)
 	assert.Equal(t, []int64{3, 4, 5}, []int64{recent[0].Samples, recent[1].Samples, recent[2].Samples})
 	assert.Equal(t, 5, s.Requests(http.StatusOK))
+}
+
+func TestDistinctFunctionsPerServiceAreBounded(t *testing.T) {
+	dst := map[string]int64{}
+	src := map[string]int64{}
+	for i := range maxFunctionsPerService + 5 {
+		src[fmt.Sprintf("fn%d", i)] = 1
+	}
+	addCounts(dst, src)
+	assert.Len(t, dst, maxFunctionsPerService+1)
+	assert.Equal(t, int64(5), dst[OtherFunctions], "the 5 names beyond the bound")
 }
