@@ -73,7 +73,9 @@
 // location 0; a location without lines is named "<binary> (unsymbolized)")
 // and inclusive counts (each distinct function of a stack once per sample);
 // the integer sample attribute "seq" (distinct values, duplicates, missing
-// ones); and metadata of the last Config.KeepRecent requests. GET /stats
+// ones; kept per value, meant for tests); and metadata of the last
+// Config.KeepRecent requests. At most 10,000 distinct function names are
+// kept per service; samples of further ones count as OtherFunctions. GET /stats
 // serves Stats as JSON (add ?missing_below=N for the missing seq values).
 // TakeWindow returns and resets per-interval counts (the program's table);
 // Reset forgets everything, e.g. between subtests.

@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer srv.Close()
 
-	accepts := "any non-empty key"
+	accepts := "any non-empty x-nexovue-key"
 	if len(keyList) > 0 {
 		accepts = fmt.Sprintf("%d configured key(s)", len(keyList)) // never the keys themselves
 	}

@@ -111,7 +111,7 @@ func TestRunWithoutKeyAcceptsAnyKey(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-print-top", "0"}, out) }()
 	m := waitFor(t, out, regexp.MustCompile(`profiles: (\S+), stats`))
-	assert.Contains(t, out.String(), "accepting any non-empty key")
+	assert.Contains(t, out.String(), "accepting any non-empty x-nexovue-key")
 	b := ingest.NewRequestBuilder().Sample("a", "f")
 	assert.Equal(t, http.StatusOK, post(t, m[1], "whatever", b))
 	assert.Equal(t, http.StatusUnauthorized, post(t, m[1], "", b))
