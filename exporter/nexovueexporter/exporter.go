@@ -148,11 +148,13 @@ const (
 	retryable
 )
 
-// push sends pd, halving it on 413 until each part is accepted or a single
-// sample is still too large. Halves are sent inside this call, so the
-// exporterhelper sees one request. When a part fails retryably after others
-// were accepted (or dropped), the error carries only what was not sent yet
-// (xconsumererror.Profiles), so a retry never duplicates an accepted half.
+// push sends pd. A request the ingest refuses as too large (413), or with
+// more samples than the pacing limit lets through in one window (the ingest
+// could never accept it), is halved, recursively, down to a single sample.
+// Halves are sent inside this call, so the exporterhelper sees one request.
+// When a part fails retryably after others were accepted (or dropped), the
+// error carries only what was not sent yet (xconsumererror.Profiles), so a
+// retry never duplicates an accepted half.
 func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error {
 	pending := []pprofile.Profiles{pd} // a stack: the first half is sent first
 	done := false                      // some part was accepted or dropped
@@ -160,6 +162,12 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 	for len(pending) > 0 {
 		p := pending[len(pending)-1]
 		pending = pending[:len(pending)-1]
+		if limit := e.state.maxSamples(); limit > 0 && p.SampleCount() > limit {
+			if first, second, ok := e.split(ctx, p); ok {
+				pending = append(pending, second, first)
+				continue
+			}
+		}
 		out, err := e.send(ctx, p)
 		switch out {
 		case sent:
@@ -168,21 +176,16 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 			done = true
 			permErrs = append(permErrs, err)
 		case tooLarge:
-			n := p.SampleCount()
-			first, second, ok := pprofile.Profiles{}, pprofile.Profiles{}, false
-			if n > 1 && e.halve != nil {
-				first, second, ok = e.halve(p)
-			}
-			if !ok {
-				done = true
-				e.drop(ctx, n, "too_large")
-				e.logger.Error("nexovue ingest refused a request as too large (HTTP 413) and it cannot be split further; its samples are dropped",
-					zap.Int("dropped_samples", n), zap.String("url", e.url))
-				permErrs = append(permErrs, err)
+			if first, second, ok := e.split(ctx, p); ok {
+				pending = append(pending, second, first)
 				continue
 			}
-			e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n))
-			pending = append(pending, second, first)
+			done = true
+			n := p.SampleCount()
+			e.drop(ctx, n, "too_large")
+			e.logger.Error("nexovue ingest refused a request as too large (HTTP 413) and it cannot be split further; its samples are dropped",
+				zap.Int("dropped_samples", n), zap.String("url", e.url))
+			permErrs = append(permErrs, err)
 		case retryable:
 			if !done {
 				// Nothing of pd left the exporter: retry pd as it is.
@@ -201,6 +204,18 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 		return consumererror.NewPermanent(errors.Join(permErrs...))
 	}
 	return nil
+}
+
+// split halves p with the shared splitting code and counts its samples as split.
+func (e *nexovueExporter) split(ctx context.Context, p pprofile.Profiles) (first, second pprofile.Profiles, ok bool) {
+	n := p.SampleCount()
+	if n < 2 || e.halve == nil {
+		return first, second, false
+	}
+	if first, second, ok = e.halve(p); ok {
+		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n))
+	}
+	return first, second, ok
 }
 
 // merge joins the parts into the first one, whose dictionary keeps the zero

@@ -10,7 +10,7 @@ import (
 
 // keyState is what every exporter, and every queue consumer of each of
 // them, sending with the same endpoint and key shares: the Retry-After gate,
-// the samples-per-second bucket and the once-a-minute rejected-key log.
+// the samples-per-second pacing and the once-a-minute rejected-key log.
 //
 // States live in a package-level registry keyed by a SHA-256 of endpoint and
 // key, so the key itself is never held in a map key, label or log.
@@ -21,15 +21,27 @@ type keyState struct {
 	mu sync.Mutex
 	// notBefore is the Retry-After gate: no request leaves before it.
 	notBefore time.Time
-	// Token bucket of samples: rate a second, burst one second's worth.
-	rate   float64
-	tokens float64
-	last   time.Time
+	// Pacing: at most limit samples leave in any paceWindow. sent holds the
+	// requests that left or are booked to leave, in leaving order.
+	limit  int
+	sent   []booking
+	nextID uint64
 	// lastKeyLog is when the rejected-key error was last logged.
 	lastKeyLog time.Time
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
+
+// booking is one request's place in the pacing window.
+type booking struct {
+	id      uint64
+	at      time.Time
+	samples int
+}
+
+// paceWindow is the ingest's one-second window plus a margin, so that
+// requests sent just over a second apart do not arrive just under it.
+const paceWindow = time.Second + 50*time.Millisecond
 
 var registry struct {
 	mu     sync.Mutex
@@ -43,7 +55,7 @@ func stateID(endpoint, key string) [sha256.Size]byte {
 
 // acquireKeyState returns the state shared by endpoint+key and takes a reference on it.
 // samplesPerSecond > 0 turns pacing on; when exporters sharing a key configure
-// different rates, the lowest one applies.
+// different limits, the lowest one applies.
 func acquireKeyState(endpoint, key string, samplesPerSecond int) *keyState {
 	id := stateID(endpoint, key)
 	registry.mu.Lock()
@@ -59,13 +71,8 @@ func acquireKeyState(endpoint, key string, samplesPerSecond int) *keyState {
 	s.refs++
 	if samplesPerSecond > 0 {
 		s.mu.Lock()
-		if s.rate == 0 || float64(samplesPerSecond) < s.rate {
-			s.rate = float64(samplesPerSecond)
-			s.tokens = min(s.tokens, s.rate)
-			if s.last.IsZero() {
-				s.tokens = s.rate
-				s.last = s.now()
-			}
+		if s.limit == 0 || samplesPerSecond < s.limit {
+			s.limit = samplesPerSecond
 		}
 		s.mu.Unlock()
 	}
@@ -98,37 +105,62 @@ func (s *keyState) gateWait() time.Duration {
 	return s.notBefore.Sub(s.now())
 }
 
-// reserve takes n samples from the bucket and returns how long the request
-// must wait before it leaves. A request may wait for at most min(n, burst)
-// tokens, so one larger than the burst still goes once the bucket is full and
-// leaves the bucket in debt for those that follow: nothing deadlocks.
-func (s *keyState) reserve(n int) time.Duration {
+// maxSamples is the most samples one request may carry to fit in the
+// pacing window (0: pacing is off).
+func (s *keyState) maxSamples() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rate <= 0 || n <= 0 {
-		return 0
-	}
-	now := s.now()
-	burst := s.rate
-	if elapsed := now.Sub(s.last); elapsed > 0 {
-		s.tokens = min(burst, s.tokens+elapsed.Seconds()*s.rate)
-		s.last = now
-	}
-	need := min(float64(n), burst)
-	var wait time.Duration
-	if s.tokens < need {
-		wait = time.Duration((need - s.tokens) / s.rate * float64(time.Second))
-	}
-	s.tokens -= float64(n)
-	return wait
+	return s.limit
 }
 
-// refund gives back the tokens of a reservation whose request did not leave.
-func (s *keyState) refund(n int) {
+// reserve books a request of n samples and returns its id and how long it
+// must wait before it leaves: the earliest time, no earlier than the
+// requests booked before it, at which the samples that left in the last
+// paceWindow plus n stay within the limit. A request larger than the limit
+// waits until the window is empty and then goes alone: nothing deadlocks.
+func (s *keyState) reserve(n int) (uint64, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rate > 0 {
-		s.tokens = min(s.rate, s.tokens+float64(n))
+	if s.limit <= 0 || n <= 0 {
+		return 0, 0
+	}
+	now := s.now()
+	// Forget what left the window.
+	i := 0
+	for i < len(s.sent) && !s.sent[i].at.After(now.Add(-paceWindow)) {
+		i++
+	}
+	s.sent = append(s.sent[:0], s.sent[i:]...)
+
+	at := now
+	inWindow := 0
+	for _, b := range s.sent {
+		inWindow += b.samples
+		if b.at.After(at) {
+			at = b.at // keep the booking order
+		}
+	}
+	// Let the oldest bookings leave the window until n fits.
+	for j := 0; j < len(s.sent) && inWindow+n > s.limit; j++ {
+		if out := s.sent[j].at.Add(paceWindow); out.After(at) {
+			at = out
+		}
+		inWindow -= s.sent[j].samples
+	}
+	s.nextID++
+	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n})
+	return s.nextID, at.Sub(now)
+}
+
+// cancel removes the booking of a request that did not leave.
+func (s *keyState) cancel(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, b := range s.sent {
+		if b.id == id {
+			s.sent = append(s.sent[:i], s.sent[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -153,38 +185,37 @@ type waits struct {
 }
 
 // admit holds a request of n samples back until it may leave: until the
-// Retry-After gate is open and the bucket has paid for it. It returns early
-// with an error when ctx is done or stop is closed (then the reservation is
-// refunded).
+// Retry-After gate is open and the pacing window has room for it. If the
+// gate closes while the request waits for pacing, its booking is given up
+// and made again once the gate opens. admit returns early with an error when
+// ctx is done or stop is closed.
 func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int) (waits, error) {
 	var w waits
-	reserved := false
 	for {
 		if d := s.gateWait(); d > 0 {
 			start := time.Now()
 			err := sleep(ctx, stop, d)
 			w.retryAfter += time.Since(start)
 			if err != nil {
-				if reserved {
-					s.refund(n)
-				}
 				return w, err
 			}
 			continue // the gate may have moved while we slept
 		}
-		if reserved {
-			return w, nil
-		}
-		reserved = true
-		if d := s.reserve(n); d > 0 {
+		id, d := s.reserve(n)
+		if d > 0 {
 			start := time.Now()
 			err := sleep(ctx, stop, d)
 			w.pacing += time.Since(start)
 			if err != nil {
-				s.refund(n)
+				s.cancel(id)
 				return w, err
 			}
 		}
+		if s.gateWait() > 0 {
+			s.cancel(id)
+			continue
+		}
+		return w, nil
 	}
 }
 

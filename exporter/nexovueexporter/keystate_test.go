@@ -1,0 +1,224 @@
+package nexovueexporter
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// virtualClock is a settable clock for the pacing arithmetic.
+type virtualClock struct{ t time.Time }
+
+func (c *virtualClock) now() time.Time { return c.t }
+
+func newPacedState(t *testing.T, limit int) (*keyState, *virtualClock) {
+	t.Helper()
+	s := acquireKeyState("https://pacing.test/"+t.Name(), testKey, limit)
+	t.Cleanup(s.release)
+	c := &virtualClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	s.now = c.now
+	return s, c
+}
+
+// leave is a request leaving the exporter at a virtual time.
+type leave struct {
+	at      time.Time
+	samples int
+}
+
+// maxInWindow is the most samples that left in any window (start-w, start].
+func maxInWindow(leaves []leave, w time.Duration) int {
+	most := 0
+	for _, end := range leaves {
+		sum := 0
+		for _, l := range leaves {
+			if l.at.After(end.at.Add(-w)) && !l.at.After(end.at) {
+				sum += l.samples
+			}
+		}
+		most = max(most, sum)
+	}
+	return most
+}
+
+func TestPacingKeepsEveryOneSecondWindowWithinTheLimit(t *testing.T) {
+	const limit = 1000
+	s, clock := newPacedState(t, limit)
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	// Four consumers send requests of 20..400 samples back to back: each
+	// asks again 1ms after its previous request left.
+	start := clock.t
+	ready := []time.Time{start, start, start, start}
+	var leaves []leave
+	total := 0
+	for range 200 {
+		c := 0
+		for i := range ready {
+			if ready[i].Before(ready[c]) {
+				c = i
+			}
+		}
+		clock.t = ready[c]
+		n := 20 + rng.IntN(381)
+		_, wait := s.reserve(n)
+		at := clock.t.Add(wait)
+		leaves = append(leaves, leave{at: at, samples: n})
+		ready[c] = at.Add(time.Millisecond)
+		total += n
+	}
+
+	assert.LessOrEqual(t, maxInWindow(leaves, time.Second), limit, "samples in a one-second window")
+	// The first window is a burst of one second's worth, not less.
+	assert.Greater(t, maxInWindow(leaves[:4], time.Second), 4*20-1)
+	var last time.Time
+	for _, l := range leaves {
+		if l.at.After(last) {
+			last = l.at
+		}
+	}
+	// Pacing is not much slower than the limit: requests of varied sizes do
+	// not pack a window exactly, but it stays above 85% of what the window allows.
+	achieved := float64(total) / last.Sub(start).Seconds()
+	assert.Greater(t, achieved, 0.85*limit/paceWindow.Seconds(), "samples per virtual second")
+}
+
+func TestPacingBurstIsOneSecondsWorth(t *testing.T) {
+	s, _ := newPacedState(t, 1000)
+	for i := range 10 {
+		_, wait := s.reserve(100)
+		assert.Zero(t, wait, "request %d of the first second's worth leaves at once", i)
+	}
+	_, wait := s.reserve(1)
+	assert.Equal(t, paceWindow, wait, "the 1001st sample waits for the window")
+}
+
+func TestPacingOversizedRequestGoesAloneWithoutDeadlock(t *testing.T) {
+	s, clock := newPacedState(t, 1000)
+	_, wait := s.reserve(300)
+	assert.Zero(t, wait)
+	_, wait = s.reserve(5000)
+	assert.Equal(t, paceWindow, wait, "waits for an empty window, then goes")
+	clock.t = clock.t.Add(paceWindow)
+	_, wait = s.reserve(10)
+	assert.Equal(t, paceWindow, wait, "the next request waits for the oversized one to leave the window")
+}
+
+func TestPacingCancelFreesTheBooking(t *testing.T) {
+	s, _ := newPacedState(t, 1000)
+	id, wait := s.reserve(1000)
+	assert.Zero(t, wait)
+	s.cancel(id)
+	_, wait = s.reserve(1000)
+	assert.Zero(t, wait)
+}
+
+func TestPacingOffNeverWaits(t *testing.T) {
+	s, _ := newPacedState(t, 0)
+	for range 100 {
+		_, wait := s.reserve(1_000_000)
+		assert.Zero(t, wait)
+	}
+	assert.Zero(t, s.maxSamples())
+}
+
+func TestStateIsSharedPerEndpointAndKeyWithTheLowestLimit(t *testing.T) {
+	a := acquireKeyState("https://shared.test", "k1", 5000)
+	b := acquireKeyState("https://shared.test", "k1", 1000)
+	other := acquireKeyState("https://shared.test", "k2", 5000)
+	otherEndpoint := acquireKeyState("https://shared.test/x", "k1", 5000)
+	assert.Same(t, a, b)
+	assert.NotSame(t, a, other)
+	assert.NotSame(t, a, otherEndpoint)
+	assert.Equal(t, 1000, a.maxSamples())
+
+	id := a.id
+	a.release()
+	b.release()
+	other.release()
+	otherEndpoint.release()
+	registry.mu.Lock()
+	_, still := registry.states[id]
+	registry.mu.Unlock()
+	assert.False(t, still, "the last release removes the state")
+}
+
+func TestGateOnlyMovesForward(t *testing.T) {
+	s, clock := newPacedState(t, 0)
+	s.closeGate(clock.t.Add(3 * time.Second))
+	s.closeGate(clock.t.Add(time.Second))
+	assert.Equal(t, 3*time.Second, s.gateWait())
+	clock.t = clock.t.Add(4 * time.Second)
+	assert.Negative(t, s.gateWait())
+}
+
+func TestRejectedKeyLogIsOnceAMinute(t *testing.T) {
+	s, clock := newPacedState(t, 0)
+	assert.True(t, s.shouldLogRejectedKey())
+	assert.False(t, s.shouldLogRejectedKey())
+	clock.t = clock.t.Add(59 * time.Second)
+	assert.False(t, s.shouldLogRejectedKey())
+	clock.t = clock.t.Add(time.Second)
+	assert.True(t, s.shouldLogRejectedKey())
+}
+
+func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
+	t.Run("pacing, context cancelled", func(t *testing.T) {
+		s := acquireKeyState("https://admit.test/cancel", testKey, 10)
+		defer s.release()
+		_, err := s.admit(context.Background(), nil, 10) // fills the window
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		w, err := s.admit(ctx, nil, 10)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Positive(t, w.pacing)
+		s.mu.Lock()
+		assert.Len(t, s.sent, 1, "the cancelled booking is gone")
+		s.mu.Unlock()
+	})
+	t.Run("Retry-After, stopped", func(t *testing.T) {
+		s := acquireKeyState("https://admit.test/stop", testKey, 0)
+		defer s.release()
+		s.closeGate(time.Now().Add(time.Hour))
+		stop := make(chan struct{})
+		close(stop)
+		w, err := s.admit(context.Background(), stop, 1)
+		require.ErrorIs(t, err, errStopped)
+		assert.Less(t, w.retryAfter, time.Hour)
+	})
+}
+
+func TestAdmitBooksAgainWhenTheGateClosesDuringPacing(t *testing.T) {
+	s := acquireKeyState("https://admit.test/rebook", testKey, 10)
+	defer s.release()
+	_, err := s.admit(context.Background(), nil, 10) // fills the window
+	require.NoError(t, err)
+
+	done := make(chan waits, 1)
+	go func() {
+		w, err := s.admit(context.Background(), nil, 5)
+		assert.NoError(t, err)
+		done <- w
+	}()
+	// While the second request waits for pacing, a 429 closes the gate past
+	// the end of its pacing wait.
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.sent) == 2
+	}, time.Second, time.Millisecond)
+	until := time.Now().Add(paceWindow + 200*time.Millisecond)
+	s.closeGate(until)
+	w := <-done
+	assert.False(t, time.Now().Before(until), "left after the gate opened")
+	assert.Positive(t, w.retryAfter)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NotEmpty(t, s.sent)
+	assert.False(t, s.sent[len(s.sent)-1].at.Before(until), "booked again after the gate")
+}
