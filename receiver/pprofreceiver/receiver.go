@@ -104,9 +104,6 @@ func (r *pprofReceiver) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	if r.client != nil {
-		r.client.CloseIdleConnections()
-	}
 	r.telemetry.Shutdown()
 	return err
 }
@@ -174,6 +171,10 @@ func (r *pprofReceiver) fetch(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
+	// One request per interval: keeping the connection alive saves little,
+	// and confighttp's wrapped transport cannot be told to close idle
+	// connections at shutdown, which would leave their goroutines behind.
+	req.Close = true
 	resp, err := r.client.Do(req)
 	if err != nil {
 		// url.Error repeats the URL, possibly with its user name: keep the cause only.

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/consumer/xconsumer"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -247,4 +248,25 @@ func TestShutdownAbortsScrapeInFlight(t *testing.T) {
 	defer cancel()
 	require.NoError(t, h.r.Shutdown(ctx))
 	assert.Empty(t, h.failures(), "an aborted scrape at shutdown is no failure of the target")
+}
+
+// TestNoGoroutineLeftAfterShutdown checks, while the target still runs, that
+// Shutdown leaves no goroutine behind: the scrape loop ends and the client's
+// kept-alive connections are closed.
+func TestNoGoroutineLeftAfterShutdown(t *testing.T) {
+	good := goodProfile(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(good) }))
+	defer srv.Close()
+	before := goleak.IgnoreCurrent()
+
+	cfg := createDefaultConfig().(*Config)
+	cfg.Remote.Client.Endpoint = srv.URL + "/debug/pprof/heap"
+	cfg.Remote.CollectionInterval = 10 * time.Millisecond
+	sink := new(consumertest.ProfilesSink)
+	r, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	require.Eventually(t, func() bool { return len(sink.AllProfiles()) >= 3 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, r.Shutdown(context.Background()))
+	goleak.VerifyNone(t, before)
 }
