@@ -130,13 +130,12 @@ func TestKustomizationsListEveryManifest(t *testing.T) {
 				t.Errorf("%s does not list %s", kpath, f)
 			}
 		}
-		if dir == root {
-			// The top level applies every variant's base below it.
-			for _, s := range subdirs {
-				if s != "gateway" && !listed[s] {
-					t.Errorf("%s does not list %s/", kpath, s)
-				}
-			}
+		if dir == root && !slices.Equal(k.Resources, []string{"agent"}) {
+			// The top level is the direct agent; the variants are overlays.
+			t.Errorf("%s resources %v, want [agent]", kpath, k.Resources)
+		}
+		if dir == root && len(subdirs) == 0 {
+			t.Errorf("%s has no variants", root)
 		}
 	}
 }

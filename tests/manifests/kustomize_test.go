@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +96,41 @@ func TestKustomizeGateway(t *testing.T) {
 	}
 	find[corev1.Service](t, built, "", "Service", gatewayName)
 	find[corev1.ConfigMap](t, built, "", "ConfigMap", gatewayName)
+}
+
+func TestKustomizeLeastPrivilege(t *testing.T) {
+	built := kustomize(t, "distributions/kubernetes/least-privilege")
+	base := find[appsv1.DaemonSet](t, manifests(t), agentDir+"agent-daemonset.yaml", "DaemonSet", agentName)
+	ds := find[appsv1.DaemonSet](t, built, "", "DaemonSet", agentName)
+	spec := &ds.Spec.Template.Spec
+	c := container(t, spec)
+	sc := c.SecurityContext
+	if sc == nil || sc.Privileged == nil || *sc.Privileged {
+		t.Fatalf("least-privilege agent security context %+v: want privileged: false", sc)
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("capabilities %+v: want every capability dropped first", sc.Capabilities)
+	}
+	add := slices.Clone(sc.Capabilities.Add)
+	slices.Sort(add)
+	if want := []corev1.Capability{"BPF", "PERFMON", "SYSLOG", "SYS_PTRACE", "SYS_RESOURCE"}; !slices.Equal(add, want) {
+		t.Errorf("added capabilities %v, want %v", add, want)
+	}
+	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined {
+		t.Errorf("seccomp profile %+v: want Unconfined (default profiles may refuse bpf())", sc.SeccompProfile)
+	}
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+		t.Error("the least-privilege agent must still run as root")
+	}
+	// Everything else is the privileged agent's.
+	if !spec.HostPID {
+		t.Error("hostPID lost")
+	}
+	bc := container(t, &base.Spec.Template.Spec)
+	if !reflect.DeepEqual(c.VolumeMounts, bc.VolumeMounts) || !reflect.DeepEqual(spec.Volumes, base.Spec.Template.Spec.Volumes) {
+		t.Errorf("mounts differ from the privileged agent's: %+v", c.VolumeMounts)
+	}
+	if !slices.Equal(c.Args, bc.Args) || c.Image != bc.Image {
+		t.Error("args or image differ from the privileged agent's")
+	}
 }
