@@ -96,9 +96,6 @@ func sampleTypes(t *testing.T, pd pprofile.Profiles) []string {
 }
 
 func TestGoProgram(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a Go program") // the full run always executes it
-	}
 	base := startGoProgram(t)
 	// Let the workload accumulate some of everything.
 	time.Sleep(300 * time.Millisecond)
