@@ -160,6 +160,10 @@ func TestBadTargets(t *testing.T) {
 			func(c *Config) { c.Remote.MaxBodySize = 1024 }, "body larger than remote::max_body_size (1024 bytes)"},
 		{"decompression bomb", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bomb.Bytes()) },
 			func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "decompressed body larger than remote::max_body_size"},
+		{"content-encoding bomb", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(bomb.Bytes())
+		}, func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "body larger than remote::max_body_size (1048576 bytes)"},
 		{"slow", func(_ http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
@@ -177,6 +181,7 @@ func TestBadTargets(t *testing.T) {
 				assert.Contains(t, fields["error"], tc.reason)
 			}
 			assert.GreaterOrEqual(t, h.target.requests.Load(), int64(3))
+			assert.LessOrEqual(t, int64(len(h.failures())), h.target.requests.Load(), "one log line per failed scrape")
 			assert.Empty(t, h.sink.AllProfiles())
 
 			// Once the target behaves, profiles flow again.
