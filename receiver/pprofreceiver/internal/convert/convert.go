@@ -353,7 +353,7 @@ func (b *Builder) stack(locs []*profile.Location) int32 {
 	}
 	t := b.dict.StackTable()
 	i := int32(t.Len())
-	t.AppendEmpty().LocationIndices().FromRaw(slices.Clone(idx))
+	t.AppendEmpty().LocationIndices().FromRaw(idx) // FromRaw copies
 	b.stacks[string(key)] = i
 	return i
 }
