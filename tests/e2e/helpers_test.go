@@ -64,10 +64,7 @@ func figures(t *testing.T, name string, srv *ingest.Server, sent *int64) {
 	start := time.Now()
 	t.Cleanup(func() {
 		st := srv.Stats()
-		requests := st.Dropped
-		for _, n := range st.RequestsByStatus {
-			requests += n
-		}
+		requests := st.Dropped + sumStatuses(st.RequestsByStatus)
 		s := "n/a"
 		if *sent >= 0 {
 			s = strconv.FormatInt(*sent, 10)
