@@ -105,3 +105,16 @@ func TestUnknownKeyRejected(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "colection_interval")
 }
+
+func TestDefaultTimeoutCoversCPUProfile(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Remote.Client.Endpoint = "http://checkout:6060/debug/pprof/profile?seconds=10"
+	require.NoError(t, cfg.Validate())
+	u, err := parseEndpoint(cfg.Remote.Client.Endpoint)
+	require.NoError(t, err)
+	secs, ok, err := profileSeconds(u)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 10*time.Second, secs)
+	assert.Greater(t, cfg.Remote.effectiveTimeout(), secs)
+}
