@@ -85,12 +85,13 @@ func (p *frameLimitProcessor) Capabilities() consumer.Capabilities {
 // A batch holding an index outside its dictionary cannot be split: it is
 // refused with a permanent error naming the field.
 func (p *frameLimitProcessor) ConsumeProfiles(ctx context.Context, pd pprofile.Profiles) error {
+	frames := profilesplit.Frames(pd)
+	if frames <= p.maxFrames {
+		return p.next.ConsumeProfiles(ctx, pd)
+	}
 	parts, truncated, err := profilesplit.SplitOwned(pd, p.maxFrames)
 	if err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("frame_limit: cannot split a batch of %d frames: %w", profilesplit.Frames(pd), err))
-	}
-	if len(parts) == 1 && parts[0] == pd {
-		return p.next.ConsumeProfiles(ctx, pd)
+		return consumererror.NewPermanent(fmt.Errorf("frame_limit: cannot split a batch of %d frames: %w", frames, err))
 	}
 	p.telemetry.ProcessorFrameLimitBatchesSplit.Add(ctx, 1)
 	if truncated > 0 {
