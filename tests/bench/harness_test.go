@@ -1,0 +1,204 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// The harness runs only with -tags bench (see bench.mk):
+//
+//	go test -tags bench -run TestBench -timeout 30m ./tests/bench -args -bench.out=BENCHMARKS.md
+var (
+	flagOut   = flag.String("bench.out", "", "write the report here (default: BENCHMARKS.md at the repository root)")
+	flagQuick = flag.Bool("bench.quick", false, "tiny durations and counts, to try the harness (figures meaningless)")
+	flagOnly  = flag.String("bench.only", "", "comma-separated sections to run (overhead,agent,gateway,split,micro); default all")
+)
+
+// params are the durations and counts of one run.
+type params struct {
+	// overhead
+	overheadPairs int
+	workTime      time.Duration // fixed work calibrated to take about this long
+	settle        time.Duration // after the collector starts, before timing
+	// agent cost
+	agentReps   int // per pipeline
+	agentWarmup time.Duration
+	agentWindow time.Duration
+	busyProcs   int
+	busyDuty    float64
+	// gateway
+	gatewayReps   int // per pipeline
+	gatewayWarmup time.Duration
+	gatewayWindow time.Duration
+	// splitting
+	splitReps int // per variant
+	// micro-benchmarks
+	microCount     int
+	microBenchtime string
+}
+
+var fullParams = params{
+	overheadPairs: 6, workTime: 3 * time.Second, settle: 3 * time.Second,
+	agentReps: 2, agentWarmup: 10 * time.Second, agentWindow: 45 * time.Second, busyProcs: 20, busyDuty: 0.04,
+	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
+	splitReps:  3,
+	microCount: 5, microBenchtime: "200ms",
+}
+
+var quickParams = params{
+	overheadPairs: 2, workTime: 500 * time.Millisecond, settle: time.Second,
+	agentReps: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
+	gatewayReps: 1, gatewayWarmup: time.Second, gatewayWindow: 3 * time.Second,
+	splitReps:  1,
+	microCount: 2, microBenchtime: "1x",
+}
+
+// harness is what every section shares.
+type harness struct {
+	p    params
+	root string
+	load string // the benchload program
+}
+
+func TestBench(t *testing.T) {
+	h := &harness{p: fullParams, root: testenv.RepoRoot(t)}
+	if *flagQuick {
+		h.p = quickParams
+	}
+	testenv.Binary(t) // fail early without a build
+	h.load = testenv.BuildGo(t, "testdata/benchload", "benchload")
+
+	rep := &Report{Started: time.Now(), Machine: ThisMachine(), LoadBefore: LoadAvg()}
+	sections := []struct {
+		name, title string
+		run         func(*testing.T, *Section)
+	}{
+		{"overhead", "1. Overhead on the profiled host", h.overhead},
+		{"agent", "2. Agent cost", h.agentCost},
+		{"gateway", "3. Gateway throughput", h.gateway},
+		{"split", "4. Frame splitting at scale", h.split},
+		{"micro", "5. Component micro-benchmarks", h.micro},
+	}
+	only := map[string]bool{}
+	for _, s := range strings.Split(*flagOnly, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			only[s] = true
+		}
+	}
+	for _, sec := range sections {
+		if len(only) > 0 && !only[sec.name] {
+			continue
+		}
+		s := &Section{Title: sec.title}
+		rep.Sections = append(rep.Sections, s)
+		t0 := time.Now()
+		if !t.Run(sec.name, func(t *testing.T) {
+			defer func() {
+				// Keep the other sections and the report after a panic.
+				if r := recover(); r != nil {
+					s.Err = fmt.Sprintf("the harness panicked: %v", r)
+					t.Error(s.Err)
+				}
+			}()
+			sec.run(t, s)
+		}) && s.Err == "" {
+			s.Err = "the harness failed in this section; see the output of `make bench`"
+		}
+		t.Logf("%s: %s", sec.name, time.Since(t0).Round(time.Second))
+	}
+	rep.Duration = time.Since(rep.Started)
+	rep.LoadAfter = LoadAvg()
+	rep.Commands = h.commands()
+
+	out := *flagOut
+	if out == "" {
+		out = filepath.Join(h.root, "BENCHMARKS.md")
+	}
+	var buf bytes.Buffer
+	if err := rep.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", out)
+}
+
+// commands lists how the report was made, for BENCHMARKS.md.
+func (h *harness) commands() []string {
+	args := []string{}
+	if *flagQuick {
+		args = append(args, "-bench.quick")
+	}
+	if *flagOnly != "" {
+		args = append(args, "-bench.only="+*flagOnly)
+	}
+	run := "go test -tags bench -run '^TestBench$' -count=1 -timeout 30m -v ./tests/bench -args -bench.out=BENCHMARKS.md"
+	if len(args) > 0 {
+		run += " " + strings.Join(args, " ")
+	}
+	return []string{
+		"make bench   # = make build, then:",
+		run,
+		"# micro-benchmarks, run by the harness:",
+		h.microCommand(),
+	}
+}
+
+// fail records why a section is incomplete and stops it.
+func fail(t *testing.T, s *Section, format string, args ...any) {
+	t.Helper()
+	s.Err = fmt.Sprintf(format, args...)
+	t.Fatal(s.Err)
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// writeConfig writes a collector configuration into the test's folder.
+func writeConfig(t *testing.T, name, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// collectorCPU reads the collector's CPU time, failing the test if it is gone.
+func collectorCPU(t *testing.T, p *testenv.Process) time.Duration {
+	t.Helper()
+	d, err := ProcCPU(p.Cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("collector CPU time: %v\n%s", err, p.Output())
+	}
+	return d
+}
+
+func collectorMemory(t *testing.T, p *testenv.Process) (peak, current int64) {
+	t.Helper()
+	peak, current, err := ProcMemory(p.Cmd.Process.Pid)
+	if err != nil {
+		t.Fatalf("collector memory: %v\n%s", err, p.Output())
+	}
+	return peak, current
+}

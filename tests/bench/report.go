@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is the content of BENCHMARKS.md.
+type Report struct {
+	Started  time.Time
+	Duration time.Duration
+	Machine  Machine
+	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end:
+	// the machine may be shared.
+	LoadBefore, LoadAfter string
+	Commands              []string
+	Sections              []*Section
+}
+
+// Section is one benchmark of the report.
+type Section struct {
+	Title string
+	Text  []string // paragraphs before the tables
+	// Tables follow the text.
+	Tables []Table
+	Goals  []Goal
+	// Err says why the section is incomplete ("" when it ran).
+	Err string
+}
+
+// Table is a Markdown table.
+type Table struct {
+	Caption string
+	Header  []string
+	Rows    [][]string
+}
+
+// Goal is one goal of the issue and whether this run met it.
+type Goal struct {
+	Name     string
+	Goal     string
+	Measured string
+	Holds    bool
+	// Lever is the next thing to try when the goal does not hold.
+	Lever string
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU       string
+	Cores     int
+	MemoryGiB float64
+	Kernel    string
+	Go        string
+	OS        string
+}
+
+// ThisMachine reads the machine's description from /proc and the runtime.
+func ThisMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, CPU: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		m.CPU = cpuModel(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m.MemoryGiB = memTotalGiB(string(b))
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func cpuModel(cpuinfo string) string {
+	sc := bufio.NewScanner(strings.NewReader(cpuinfo))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func memTotalGiB(meminfo string) float64 {
+	sc := bufio.NewScanner(strings.NewReader(meminfo))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / (1 << 20)
+		}
+	}
+	return 0
+}
+
+// LoadAvg returns the first three fields of /proc/loadavg.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// Write renders the report as Markdown.
+func (r *Report) Write(w io.Writer) error {
+	ew := &errWriter{w: w}
+	p := ew.printf
+	p("# otelcol-nexovue benchmarks\n\n")
+	p("Written by `make bench` (tests/bench). Every figure is a ratio or a rate measured in this one run against a baseline measured in the same run, over several repetitions; the median is quoted with the spread of the repetitions (± the largest distance from the median to the fastest or slowest one) and their count. No absolute time is asserted anywhere; the times below are what this machine did during this run.\n\n")
+	p("Run %s, %s (load average %s at the start, %s at the end; the machine may have been shared with other work).\n\n",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), roundDur(r.Duration), r.LoadBefore, r.LoadAfter)
+	m := r.Machine
+	p("| machine | |\n| --- | --- |\n| CPU | %s |\n| cores | %d |\n| memory | %.1f GiB |\n| kernel | %s |\n| OS | %s |\n| Go | %s |\n\n",
+		m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.OS, m.Go)
+
+	var goals []Goal
+	for _, s := range r.Sections {
+		goals = append(goals, s.Goals...)
+	}
+	if len(goals) > 0 {
+		p("## Goals\n\n")
+		t := Table{Header: []string{"goal", "target", "measured (median)", "holds", "next lever"}}
+		for _, g := range goals {
+			lever := "—"
+			if !g.Holds {
+				lever = g.Lever
+			}
+			t.Rows = append(t.Rows, []string{g.Name, g.Goal, g.Measured, YesNo(g.Holds), lever})
+		}
+		t.write(ew)
+	}
+	for _, s := range r.Sections {
+		p("## %s\n\n", s.Title)
+		if s.Err != "" {
+			p("**Not complete in this run:** %s\n\n", s.Err)
+		}
+		for _, para := range s.Text {
+			p("%s\n\n", para)
+		}
+		for _, t := range s.Tables {
+			t.write(ew)
+		}
+	}
+	if len(r.Commands) > 0 {
+		p("## Commands\n\n```sh\n")
+		for _, c := range r.Commands {
+			p("%s\n", c)
+		}
+		p("```\n")
+	}
+	return ew.err
+}
+
+func (t Table) write(ew *errWriter) {
+	if t.Caption != "" {
+		ew.printf("%s\n\n", t.Caption)
+	}
+	row := func(cells []string) {
+		ew.printf("|")
+		for _, c := range cells {
+			ew.printf(" %s |", strings.ReplaceAll(c, "|", `\|`))
+		}
+		ew.printf("\n")
+	}
+	row(t.Header)
+	sep := make([]string, len(t.Header))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	row(sep)
+	for _, r := range t.Rows {
+		row(r)
+	}
+	ew.printf("\n")
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// YesNo renders a goal's state.
+func YesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// Num formats x with three significant digits and thousands separators
+// for large values: 0.0123, 1.23, 123, 12,345.
+func Num(x float64) string {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return "n/a"
+	case x == 0:
+		return "0"
+	}
+	ax := math.Abs(x)
+	if ax >= 1000 {
+		return thousands(int64(math.Round(x)))
+	}
+	digits := max(0, 2-int(math.Floor(math.Log10(ax))))
+	return strconv.FormatFloat(x, 'f', digits, 64)
+}
+
+func thousands(v int64) string {
+	s := strconv.FormatInt(v, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// WithSpread formats a summary as "median ± spread% (n=N)" with unit after
+// the median.
+func WithSpread(s Summary, unit string) string {
+	if unit != "" && unit != "×" {
+		unit = " " + unit
+	}
+	if s.N <= 1 {
+		return fmt.Sprintf("%s%s (n=%d)", Num(s.Median), unit, s.N)
+	}
+	return fmt.Sprintf("%s%s ± %s%% (n=%d)", Num(s.Median), unit, Num(s.Spread()), s.N)
+}
+
+// MiB formats bytes as MiB.
+func MiB(b float64) string { return Num(b/(1<<20)) + " MiB" }
+
+// Reps lists repetitions in the order they ran.
+func Reps(xs []float64, format func(float64) string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = format(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func roundDur(d time.Duration) string {
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These test the harness's pure helpers; the measurements themselves run
+// only with -tags bench (make bench).
+
+func TestMedian(t *testing.T) {
+	assert.True(t, math.IsNaN(Median(nil)))
+	assert.Equal(t, 3.0, Median([]float64{5, 1, 3}))
+	assert.Equal(t, 2.5, Median([]float64{4, 1, 3, 2}))
+	xs := []float64{3, 1, 2}
+	Median(xs)
+	assert.Equal(t, []float64{3, 1, 2}, xs, "Median must not reorder its input")
+}
+
+func TestSummarizeAndSpread(t *testing.T) {
+	s := Summarize([]float64{100, 90, 104, 101, 99})
+	assert.Equal(t, Summary{Median: 100, Min: 90, Max: 104, N: 5}, s)
+	assert.InDelta(t, 10.0, s.Spread(), 1e-9)
+	assert.True(t, math.IsNaN(Summarize(nil).Median))
+	assert.True(t, math.IsNaN(Summary{}.Spread()))
+}
+
+func TestRatiosAndSlowdown(t *testing.T) {
+	assert.Equal(t, []float64{2, 0.5}, Ratios([]float64{2, 1, 7}, []float64{1, 2}))
+	assert.InDelta(t, 1.2, SlowdownPercent(1.012), 1e-9)
+	assert.InDelta(t, -0.5, SlowdownPercent(0.995), 1e-9)
+}
+
+func TestABBA(t *testing.T) {
+	assert.Equal(t, []bool{true, false, false, true, true, false}, ABBA(6))
+	// Each adjacent pair holds one of each.
+	o := ABBA(10)
+	for i := 0; i < len(o); i += 2 {
+		assert.NotEqual(t, o[i], o[i+1], "pair %d", i/2)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	line := "4242 (otel col (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 300 1000 200 18446744073709551615\n"
+	d, err := parseStatCPU([]byte(line))
+	require.NoError(t, err)
+	assert.Equal(t, 3250*time.Millisecond, d)
+	_, err = parseStatCPU([]byte("4242 (x) S 1 2"))
+	assert.Error(t, err)
+	_, err = parseStatCPU([]byte("no parenthesis"))
+	assert.Error(t, err)
+}
+
+func TestParseStatusMemory(t *testing.T) {
+	status := "Name:\totelcol\nVmPeak:\t  999 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t12\n"
+	peak, cur, err := parseStatusMemory([]byte(status))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2048<<10), peak)
+	assert.Equal(t, int64(1024<<10), cur)
+	_, _, err = parseStatusMemory([]byte("Name:\tx\n"))
+	assert.Error(t, err)
+}
+
+func TestProcOfThisProcess(t *testing.T) {
+	cpu, err := ProcCPU(os.Getpid())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, cpu, time.Duration(0))
+	peak, cur, err := ProcMemory(os.Getpid())
+	require.NoError(t, err)
+	assert.Greater(t, cur, int64(0))
+	assert.GreaterOrEqual(t, peak, cur)
+}
+
+const goBenchOutput = `goos: linux
+goarch: amd64
+pkg: example.com/a
+cpu: AMD EPYC
+BenchmarkX-2   	     100	     12000 ns/op	  7.5 frames/s	  64 B/op	       2 allocs/op
+BenchmarkX-2   	     100	     10000 ns/op	  8.5 frames/s	  64 B/op	       2 allocs/op
+BenchmarkX-2   	     100	     11000 ns/op	  9.5 frames/s	  64 B/op	       2 allocs/op
+BenchmarkY/sub-case-2         	  5	  300 ns/op
+    bench_test.go:12: a log line of the benchmark
+PASS
+ok  	example.com/a	1.2s
+pkg: example.com/b
+BenchmarkX-2   	     10	     500 ns/op
+PASS
+`
+
+func TestParseAndSummarizeGoBench(t *testing.T) {
+	res, err := ParseGoBench([]byte(goBenchOutput))
+	require.NoError(t, err)
+	require.Len(t, res, 5)
+	assert.Equal(t, "example.com/a", res[0].Pkg)
+	assert.Equal(t, "BenchmarkX", res[0].Name)
+	assert.Equal(t, "BenchmarkY/sub-case", res[3].Name, "only a numeric suffix is GOMAXPROCS")
+	assert.Equal(t, []string{"ns/op", "frames/s", "B/op", "allocs/op"}, res[0].Units)
+
+	sums := SummarizeGoBench(res)
+	require.Len(t, sums, 3)
+	assert.Equal(t, "example.com/a", sums[0].Pkg)
+	assert.Equal(t, Summary{Median: 11000, Min: 10000, Max: 12000, N: 3}, sums[0].Metrics["ns/op"])
+	assert.Equal(t, 8.5, sums[0].Metrics["frames/s"].Median)
+	assert.Equal(t, []string{"ns/op", "frames/s", "B/op", "allocs/op"}, sums[0].Units)
+	assert.Equal(t, "example.com/b", sums[2].Pkg)
+	assert.Equal(t, 1, sums[2].Metrics["ns/op"].N)
+}
+
+func TestNum(t *testing.T) {
+	for x, want := range map[float64]string{
+		0: "0", 0.012345: "0.0123", 1.2345: "1.23", 12.345: "12.3", 123.45: "123",
+		1234.5: "1,235", 1234567: "1,234,567", -2500: "-2,500", math.NaN(): "n/a",
+	} {
+		assert.Equal(t, want, Num(x), "%v", x)
+	}
+	assert.Equal(t, "1.50 MiB", MiB(1.5*(1<<20)))
+	assert.Equal(t, "1.01× ± 1.98% (n=3)", WithSpread(Summary{Median: 1.01, Min: 0.99, Max: 1.02, N: 3}, "×"))
+	assert.Equal(t, "5.00 ms (n=1)", WithSpread(Summary{Median: 5, Min: 5, Max: 5, N: 1}, "ms"))
+	assert.Equal(t, "1.00, 2.50", Reps([]float64{1, 2.5}, Num))
+}
+
+func TestReportMarkdown(t *testing.T) {
+	r := &Report{
+		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Duration: 9*time.Minute + 30*time.Second,
+		Machine:    Machine{CPU: "Test CPU", Cores: 2, MemoryGiB: 24, Kernel: "6.1", Go: "go1.26", OS: "linux/amd64"},
+		LoadBefore: "1.00 1.00 1.00", LoadAfter: "2.00 2.00 2.00",
+		Commands: []string{"make bench"},
+		Sections: []*Section{{
+			Title: "1. Overhead", Text: []string{"How it was measured."},
+			Tables: []Table{{Header: []string{"a", "b|c"}, Rows: [][]string{{"1", "2"}}}},
+			Goals: []Goal{
+				{Name: "overhead", Goal: "< 1%", Measured: "0.5%", Holds: true, Lever: "unused"},
+				{Name: "rate", Goal: "≥ 1", Measured: "0.5", Holds: false, Lever: "profile it"},
+			},
+		}, {Title: "2. Broken", Err: "it failed"}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, r.Write(&buf))
+	md := buf.String()
+	for _, want := range []string{
+		"# otelcol-nexovue benchmarks",
+		"2026-12-02 12:00 UTC, 9m30s",
+		"| CPU | Test CPU |",
+		"| cores | 2 |",
+		"| overhead | < 1% | 0.5% | yes | — |",
+		"| rate | ≥ 1 | 0.5 | **no** | profile it |",
+		"## 1. Overhead\n\nHow it was measured.\n\n| a | b\\|c |\n| --- | --- |\n| 1 | 2 |\n",
+		"## 2. Broken\n\n**Not complete in this run:** it failed",
+		"## Commands\n\n```sh\nmake bench\n```",
+	} {
+		assert.Contains(t, md, want)
+	}
+	assert.Less(t, strings.Index(md, "## Goals"), strings.Index(md, "## 1. Overhead"))
+}
+
+func TestThisMachine(t *testing.T) {
+	m := ThisMachine()
+	assert.Positive(t, m.Cores)
+	assert.NotEmpty(t, m.Go)
+	assert.Equal(t, "Intel X", cpuModel("processor\t: 0\nmodel name\t: Intel X\n"))
+	assert.InDelta(t, 2.0, memTotalGiB("MemTotal:       2097152 kB\n"), 1e-9)
+}
+
+func TestRuns(t *testing.T) {
+	var r Runs
+	r.Add(true, map[string]float64{"cpu": 2, "rss": 10})
+	r.Add(false, map[string]float64{"cpu": 1, "rss": 10})
+	r.Add(false, map[string]float64{"cpu": 2, "rss": 20})
+	r.Add(true, map[string]float64{"cpu": 3, "rss": 30})
+	assert.Equal(t, []float64{2, 3}, r.Of(true, "cpu"))
+	assert.Equal(t, []float64{1, 2}, r.Of(false, "cpu"))
+	assert.Equal(t, Summary{Median: 1.75, Min: 1.5, Max: 2, N: 2}, r.Ratio("cpu"))
+	assert.Equal(t, 1.25, r.Ratio("rss").Median)
+	assert.Nil(t, r.Of(true, "none"))
+}
