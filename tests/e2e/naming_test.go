@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// hotFunction is the CPU burner's (tests/smoke/testdata/smokeburner).
+const hotFunction = "main.nexovueSmokeHotLoop"
+
+// TestNamingWithEBPF runs the shipped agent config (real eBPF profiler)
+// against the double while the same CPU burner runs three times under
+// different executable names: with OTEL_SERVICE_NAME, with nothing, and with
+// only OTEL_RESOURCE_ATTRIBUTES. A file exporter next to the nexovue one
+// (overlay config) shows the resource attributes the double does not keep.
+func TestNamingWithEBPF(t *testing.T) {
+	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		t.Setenv(v, "") // restored when the test ends
+		require.NoError(t, os.Unsetenv(v))
+	}
+	root := testenv.RepoRoot(t)
+	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	sent := int64(-1)
+	figures(t, "naming", srv, &sent)
+
+	checkout := testenv.BuildGo(t, filepath.Join(root, "tests", "smoke", "testdata", "smokeburner"), "nxv-checkout")
+	anon := copyExecutable(t, checkout, "nxv-anon")
+	billing := copyExecutable(t, checkout, "nxv-billing")
+	// nice: three CPU burners on a shared machine.
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=checkout"}, "nice", "-n", "10", checkout)
+	testenv.Start(t, nil, "nice", "-n", "10", anon)
+	testenv.Start(t, []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=billing,service.namespace=shop"}, "nice", "-n", "10", billing)
+
+	dir := t.TempDir()
+	sinkPath := filepath.Join(dir, "profiles.jsonl")
+	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
+receivers:
+  profiling:
+    reporter_interval: 2s
+exporters:
+  file/e2e:
+    path: %s
+service:
+  pipelines:
+    profiles:
+      exporters: [nexovue, file/e2e]
+`, sinkPath))
+	env := []string{
+		"NEXOVUE_ENDPOINT=" + srv.URL(),
+		"NEXOVUE_KEY=" + testKey,
+		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
+		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		"NEXOVUE_METRICS_HOST=127.0.0.1",
+		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", freePort(t)),
+	}
+	agent := filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")
+	testenv.StartCollector(t, agent, testenv.CollectorOptions{
+		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	})
+
+	const anonService = "unknown_service:nxv-anon"
+	testenv.WaitFor(t, 90*time.Second, "checkout (with "+hotFunction+"), "+anonService+" and billing at the double", func() (bool, error) {
+		byService := srv.ServiceSamples()
+		return hasFunction(srv.TopLeafFunctions("checkout", 5), hotFunction) &&
+			byService[anonService] > 0 && byService["billing"] > 0, nil
+	})
+	require.True(t, hasFunction(srv.TopLeafFunctions(anonService, 5), hotFunction), "%s's samples are the burner's: %v", anonService, srv.TopLeafFunctions(anonService, 5))
+
+	var s sink
+	testenv.WaitFor(t, 30*time.Second, "billing in the file exporter's output", func() (bool, error) {
+		var err error
+		s, err = readSink(sinkPath)
+		return s.attrs["billing"] != nil && s.attrs["checkout"] != nil, err
+	})
+	require.Equal(t, "shop", s.attrs["billing"]["service.namespace"], "billing's resource: %v", s.attrs["billing"])
+	for service, attrs := range s.attrs {
+		for k := range attrs {
+			require.False(t, strings.HasPrefix(k, "process.environment_variable."), "service %q still carries %s", service, k)
+		}
+	}
+}
+
+func hasFunction(top []ingest.FunctionCount, fn string) bool {
+	for _, f := range top {
+		if strings.Contains(f.Function, fn) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyExecutable copies the program at src to a file called name next to it.
+func copyExecutable(t *testing.T, src, name string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	require.NoError(t, err)
+	defer in.Close()
+	dst := filepath.Join(filepath.Dir(src), name)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, out.Close())
+	require.NoError(t, err)
+	return dst
+}
