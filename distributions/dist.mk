@@ -32,7 +32,7 @@ image: build
 image-only:
 	@test -x $(BINARY) || { echo "$(BINARY) is missing: run make build" >&2; exit 1; }
 	@test -r $(CA_BUNDLE) || { echo "$(CA_BUNDLE) is missing: install ca-certificates or set CA_BUNDLE" >&2; exit 1; }
-	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)/var/lib/otelcol
 	cp $(BINARY) $(IMAGE_CONTEXT)/otelcol-nexovue
 	cp $(CA_BUNDLE) $(IMAGE_CONTEXT)/ca-certificates.crt
 	cp $(DIST_DIR_SRC)/otelcol-nexovue/agent.yaml $(IMAGE_CONTEXT)/config.yaml

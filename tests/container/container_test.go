@@ -114,8 +114,36 @@ func TestContainerImageProfilesHost(t *testing.T) {
 	info := infos[0]
 	checkImage(t, info)
 	checkImageFiles(t, ctx, pm, ref, suffix)
+	fmt.Printf("container: image %s %.1f MB, built in %s\n", ref, float64(info.Size)/1e6, buildTime.Round(time.Millisecond))
 
-	// The ingest double on loopback, and a host process to profile.
+	// A host process to profile, under its own service name.
+	burner := testenv.BuildGo(t, filepath.Join("testdata", "cpuburner"), "cpuburner")
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + serviceName}, burner, "-for", "3m")
+
+	for _, tc := range []struct {
+		name string
+		// grant replaces the docs' --privileged.
+		grant []string
+	}{
+		// The docs' command.
+		{"privileged", []string{"--privileged"}},
+		// The least-privilege variant (README.md, kubernetes/least-privilege).
+		{"least-privilege", []string{
+			"--cap-drop=ALL", "--cap-add=BPF,PERFMON,SYS_PTRACE,SYSLOG,SYS_RESOURCE,CHECKPOINT_RESTORE",
+			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runAgent(t, ctx, pm, root, ref, launcher, suffix+"-"+tc.name, tc.grant)
+		})
+	}
+}
+
+// runAgent runs the docs' command with our image, the shipped agent config
+// pointed at a fresh ingest double, this machine's podman settings and grant
+// in place of --privileged; it asserts that the named host process's
+// profiles arrive.
+func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix string, grant []string) {
 	srv := ingest.New(ingest.Config{Keys: []string{ingestKey}})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -132,29 +160,27 @@ func TestContainerImageProfilesHost(t *testing.T) {
 			}
 		}
 	})
-	burner := testenv.BuildGo(t, filepath.Join("testdata", "cpuburner"), "cpuburner")
-	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + serviceName}, burner, "-for", "3m")
 
-	// The docs' command, with our image, the shipped agent config and this
-	// machine's podman settings. The memlock launcher (test-only: this
-	// sandbox withholds CAP_SYS_RESOURCE even from --privileged) is mounted
-	// and used as the entrypoint; the shipped image does not contain it.
+	// The memlock launcher (test-only: this sandbox withholds
+	// CAP_SYS_RESOURCE even from --privileged) is mounted and used as the
+	// entrypoint; the shipped image does not contain it.
 	health := freePort(t)
 	name := "otel-profiler-e2e-" + suffix
-	args := []string{"run", "-d", "--name", name, "--privileged", "--pid=host",
+	args := append([]string{"run", "-d", "--name", name}, grant...)
+	args = append(args, "--pid=host",
 		"-v", "/sys/kernel/debug:/sys/kernel/debug",
 		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
 		"-v", "/proc:/proc",
 		"-v", "/sys/kernel/tracing:/sys/kernel/tracing",
-		"-v", filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml") + ":/etc/otelcol/config.yaml:ro",
+		"-v", filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")+":/etc/otelcol/config.yaml:ro",
 		"-e", "NEXOVUE_KEY",
-		"-e", "NEXOVUE_ENDPOINT=" + srv.URL(),
-		"-e", "NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:" + strconv.Itoa(health),
+		"-e", "NEXOVUE_ENDPOINT="+srv.URL(),
+		"-e", "NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:"+strconv.Itoa(health),
 		"-e", "NEXOVUE_METRICS_HOST=127.0.0.1",
-		"-e", "NEXOVUE_METRICS_PORT=" + strconv.Itoa(freePort(t)),
+		"-e", "NEXOVUE_METRICS_PORT="+strconv.Itoa(freePort(t)),
 		"--network=host",
-		"-v", launcher + ":/memlock-launcher:ro", "--entrypoint", "/memlock-launcher",
-	}
+		"-v", launcher+":/memlock-launcher:ro", "--entrypoint", "/memlock-launcher",
+	)
 	args = append(args, podmanArgs...)
 	args = append(args, ref, "/otelcol-nexovue", "--config", "/etc/otelcol/config.yaml", testenv.FeatureGate)
 	env := append(os.Environ(), "NEXOVUE_KEY="+ingestKey)
@@ -219,11 +245,9 @@ func TestContainerImageProfilesHost(t *testing.T) {
 		t.Errorf("the ingest double answered 401 %d times", n)
 	}
 
-	t.Logf("image %s: %.1f MB, built in %s; podman run to first profile %s, to %s's first profile %s; services %v",
-		ref, float64(info.Size)/1e6, buildTime.Round(time.Millisecond), first.Round(time.Millisecond),
-		serviceName, named.Round(time.Millisecond), svcs)
-	fmt.Printf("container: image %.1f MB; podman run to first profile %s (%s: %s)\n",
-		float64(info.Size)/1e6, first.Round(time.Millisecond), serviceName, named.Round(time.Millisecond))
+	t.Logf("services seen: %v", svcs)
+	fmt.Printf("container %s: podman run to first profile %s, to %s's first profile %s\n",
+		t.Name(), first.Round(time.Millisecond), serviceName, named.Round(time.Millisecond))
 }
 
 func containerState(t *testing.T, pm, name string) string {

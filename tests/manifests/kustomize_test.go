@@ -113,7 +113,7 @@ func TestKustomizeLeastPrivilege(t *testing.T) {
 	}
 	add := slices.Clone(sc.Capabilities.Add)
 	slices.Sort(add)
-	if want := []corev1.Capability{"BPF", "PERFMON", "SYSLOG", "SYS_PTRACE", "SYS_RESOURCE"}; !slices.Equal(add, want) {
+	if want := []corev1.Capability{"BPF", "CHECKPOINT_RESTORE", "PERFMON", "SYSLOG", "SYS_PTRACE", "SYS_RESOURCE"}; !slices.Equal(add, want) {
 		t.Errorf("added capabilities %v, want %v", add, want)
 	}
 	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined {
