@@ -14,25 +14,32 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// kustomize renders a kustomization with kubectl's built-in kustomize (what
-// `kubectl apply -k` runs) and decodes the result strictly.
+// kustomize renders a kustomization as `kubectl apply -k` would: with
+// kubectl's built-in kustomize, or with a standalone kustomize v5 ($KUSTOMIZE
+// or kustomize on PATH, e.g. from
+// `go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0`), and decodes the
+// result strictly.
 func kustomize(t *testing.T, dir string) []object {
 	t.Helper()
-	kubectl := os.Getenv("KUBECTL")
-	if kubectl == "" {
-		var err error
-		if kubectl, err = exec.LookPath("kubectl"); err != nil {
-			t.Fatalf("kubectl is missing (%v): it renders the kustomizations as `kubectl apply -k` would; install it or set KUBECTL", err)
-		}
+	var argv []string
+	if k := os.Getenv("KUSTOMIZE"); k != "" {
+		argv = []string{k, "build"}
+	} else if k, err := exec.LookPath("kubectl"); err == nil {
+		argv = []string{k, "kustomize"}
+	} else if k, err := exec.LookPath("kustomize"); err == nil {
+		argv = []string{k, "build"}
+	} else {
+		t.Fatal("neither kubectl nor kustomize is installed: the kustomizations cannot be rendered; " +
+			"install kubectl, or `go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0` and set KUSTOMIZE to it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectl, "kustomize", repoPath(t, dir))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1], repoPath(t, dir))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+		t.Fatalf("%s %s %s: %v\n%s", argv[0], argv[1], dir, err, stderr.String())
 	}
 	objs, err := decodeDocuments("kustomize "+dir, out)
 	if err != nil {
