@@ -45,6 +45,32 @@ func TestThrottlePacedBelowLimit(t *testing.T) {
 	require.Equal(t, sent, st.SamplesAccepted)
 }
 
+// TestThrottlePacedSlowIngest: pacing at the ingest's limit must hold when
+// the ingest's answer time varies. The ingest counts a request when it
+// decides it; here it takes 900ms to decide the first requests, then answers
+// at once. A pacer that books a request's place in the window at the time it
+// leaves, not when it is answered, sends the next second's requests less
+// than a second (as the ingest counts) after the first ones: 429.
+func TestThrottlePacedSlowIngest(t *testing.T) {
+	srv := startDouble(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
+	var sent int64
+	figures(t, "throttle-paced-slow-ingest", srv, &sent)
+	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: 2000})
+
+	srv.SetFault(ingest.Fault{Delay: 900 * time.Millisecond})
+	sent = lg.send(t, 6, 1000, 16)
+	// The first second's two requests arrived (and wait); the next ones
+	// leave a second after them and are answered at once.
+	time.Sleep(500 * time.Millisecond)
+	srv.SetFault(ingest.Fault{})
+	waitAllSeq(t, srv, sent, time.Minute)
+
+	st := srv.Stats()
+	require.Zero(t, st.RequestsByStatus[http.StatusTooManyRequests], "pacing at the ingest's limit must prevent every 429, however long the ingest takes to answer")
+	require.Zero(t, st.EarlyRetries)
+	require.Zero(t, st.Seq.Duplicates)
+}
+
 // TestThrottle429PathLosesNothing: with pacing off the ingest answers 429
 // with Retry-After 2s; the exporter honours it (no early retry) and loses
 // nothing. One queue consumer: with the default ten, the requests already
