@@ -60,9 +60,17 @@ type compactor struct {
 	strings, attrs, funcs, mappings, locations, stacks, truncStacks, links remap
 
 	maxFrames int
-	strIndex  map[string]int32 // merging only: index of each string in dst
-	buf       []int32          // scratch for a stack's location indices
-	err       error            // first index error met; sticky
+	// Owned mode: the last part using each source stack and location (-1:
+	// none), and the number of the open part.
+	stackLast, locLast []int32
+	part               int32
+	// stackLen holds the depth of every source stack, read before any stack
+	// is taken by a part.
+	stackLen []int32
+
+	strIndex map[string]int32 // merging only: index of each string in dst
+	buf      []int32          // scratch for a stack's location indices
+	err      error            // first index error met; sticky
 }
 
 func (c *compactor) init(src pprofile.ProfilesDictionary, maxFrames int) {
@@ -83,6 +91,11 @@ func (c *compactor) init(src pprofile.ProfilesDictionary, maxFrames int) {
 	c.truncStacks.reset(c.srcStacks.Len())
 	c.links.reset(c.srcLinks.Len())
 	c.maxFrames = maxFrames
+	c.stackLast, c.locLast = c.stackLast[:0], c.locLast[:0]
+	c.stackLen = c.stackLen[:0]
+	for i := 0; i < c.srcStacks.Len(); i++ {
+		c.stackLen = append(c.stackLen, int32(c.srcStacks.At(i).LocationIndices().Len()))
+	}
 	c.err = nil
 }
 
@@ -254,24 +267,27 @@ func (c *compactor) location(i int32, field func() string) int32 {
 }
 
 func (c *compactor) fillLocation(i int, d pprofile.Location) {
-	s := c.srcLocations.At(i)
-	d.SetMappingIndex(c.mapping(s.MappingIndex(), func() string { return fmt.Sprintf("dictionary.location_table[%d].mapping_index", i) }))
-	d.SetAddress(s.Address())
-	lines := s.Lines()
-	if n := lines.Len(); n > 0 {
-		dl := d.Lines()
-		dl.EnsureCapacity(n)
-		for k := 0; k < n; k++ {
-			sl := lines.At(k)
-			l := dl.AppendEmpty()
-			l.SetFunctionIndex(c.fn(sl.FunctionIndex(), func() string {
-				return fmt.Sprintf("dictionary.location_table[%d].lines[%d].function_index", i, k)
-			}))
-			l.SetLine(sl.Line())
-			l.SetColumn(sl.Column())
-		}
+	if s := c.srcLocations.At(i); c.lastUse(c.locLast, i) {
+		s.MoveTo(d)
+	} else {
+		s.CopyTo(d)
 	}
-	c.attrIndices(s.AttributeIndices(), d.AttributeIndices(), func() string { return fmt.Sprintf("dictionary.location_table[%d].attribute_indices", i) })
+	d.SetMappingIndex(c.mapping(d.MappingIndex(), func() string { return fmt.Sprintf("dictionary.location_table[%d].mapping_index", i) }))
+	lines := d.Lines()
+	for k := 0; k < lines.Len(); k++ {
+		l := lines.At(k)
+		l.SetFunctionIndex(c.fn(l.FunctionIndex(), func() string {
+			return fmt.Sprintf("dictionary.location_table[%d].lines[%d].function_index", i, k)
+		}))
+	}
+	c.mapAttrIndices(d.AttributeIndices(), func() string { return fmt.Sprintf("dictionary.location_table[%d].attribute_indices", i) })
+}
+
+// lastUse says whether the open part is the last to use entry i of a source
+// table whose last users were planned (owned mode only): that part may take
+// the entry rather than a copy. Index 0 is used by every part.
+func (c *compactor) lastUse(last []int32, i int) bool {
+	return i > 0 && i < len(last) && last[i] == c.part
 }
 
 // stack maps a stack index. When the stack is deeper than maxFrames, the
@@ -279,13 +295,13 @@ func (c *compactor) fillLocation(i int, d pprofile.Location) {
 // truncated is true.
 func (c *compactor) stack(i int32, field func() string) (d int32, truncated bool) {
 	if i == 0 {
-		return 0, c.srcStacks.Len() > 0 && c.srcStacks.At(0).LocationIndices().Len() > c.maxFrames
+		return 0, len(c.stackLen) > 0 && int(c.stackLen[0]) > c.maxFrames
 	}
 	if uint(i) >= uint(len(c.stacks.to)) {
 		c.fail("%s", indexError(field(), int(i), "stack_table", len(c.stacks.to)))
 		return 0, false
 	}
-	if c.srcStacks.At(int(i)).LocationIndices().Len() > c.maxFrames {
+	if int(c.stackLen[i]) > c.maxFrames {
 		if d := c.truncStacks.to[i]; d != 0 {
 			return d, true
 		}
@@ -309,11 +325,29 @@ func (c *compactor) stack(i int32, field func() string) (d int32, truncated bool
 func (c *compactor) fillStack(i int, d pprofile.Stack, truncate bool) {
 	src := c.srcStacks.At(i).LocationIndices()
 	n := src.Len()
-	if truncate {
-		n = min(n, c.maxFrames)
-	}
-	buf := c.buf[:0]
 	to := c.locations.to
+	if !truncate || n <= c.maxFrames {
+		// The whole stack: take or copy it, then map it in place.
+		if c.lastUse(c.stackLast, i) {
+			c.srcStacks.At(i).MoveTo(d)
+		} else {
+			c.srcStacks.At(i).CopyTo(d)
+		}
+		li := d.LocationIndices()
+		for k := 0; k < n; k++ {
+			v := li.At(k)
+			if uint(v) < uint(len(to)) && (v == 0 || to[v] != 0) {
+				li.SetAt(k, to[v])
+				continue
+			}
+			li.SetAt(k, c.location(v, func() string {
+				return fmt.Sprintf("dictionary.stack_table[%d].location_indices[%d]", i, k)
+			}))
+		}
+		return
+	}
+	n = c.maxFrames
+	buf := c.buf[:0]
 	for k := 0; k < n; k++ {
 		// Fast path: a location the part already holds.
 		v := src.At(k)

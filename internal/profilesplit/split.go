@@ -148,6 +148,31 @@ const (
 	cutAtOrdinal
 )
 
+// cutter decides, sample after sample, where parts start.
+type cutter struct {
+	mode       cutMode
+	maxFrames  int
+	cutAt      int
+	partFrames int
+	ordinal    int
+}
+
+// next takes a sample of f frames (at most maxFrames) and says whether it
+// starts a new part.
+func (c *cutter) next(f int) (cut bool) {
+	if c.mode == cutByFrames {
+		cut = c.partFrames+f > c.maxFrames
+	} else {
+		cut = c.ordinal == c.cutAt
+	}
+	if cut {
+		c.partFrames = 0
+	}
+	c.partFrames += f
+	c.ordinal++
+	return cut
+}
+
 // splitter holds the state of one split. It is reused through splitterPool so
 // that the index remap slices are allocated once.
 type splitter struct {
@@ -198,11 +223,14 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 	s.truncated = 0
 	s.partNum = -1
 	s.dict.init(src, maxFrames)
+	if s.owned {
+		s.planLastUse(pd, cutter{mode: mode, maxFrames: maxFrames, cutAt: cutAt})
+	}
 	if err := s.newPart(); err != nil {
 		return nil, err
 	}
 
-	partFrames, ordinal := 0, 0
+	cuts := cutter{mode: mode, maxFrames: maxFrames, cutAt: cutAt}
 	rps := pd.ResourceProfiles()
 	for ri := 0; ri < rps.Len(); ri++ {
 		rp := rps.At(ri)
@@ -258,14 +286,7 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 						path.sample = k
 						return nil, indexError(path.String()+".stack_index", idx, "stack_table", nStacks)
 					}
-					f := min(stacks.At(idx).LocationIndices().Len(), maxFrames)
-					var cut bool
-					if mode == cutByFrames {
-						cut = partFrames+f > maxFrames
-					} else {
-						cut = ordinal == cutAt
-					}
-					if cut {
+					if cuts.next(min(int(s.dict.stackLen[idx]), maxFrames)) {
 						if k > from {
 							if err := s.emit(prof, ensureSP(), path, from, k); err != nil {
 								return nil, err
@@ -274,10 +295,8 @@ func (s *splitter) run(pd pprofile.Profiles, mode cutMode, maxFrames, cutAt int)
 						if err := s.newPart(); err != nil {
 							return nil, err
 						}
-						partFrames, from = 0, k
+						from = k
 					}
-					partFrames += f
-					ordinal++
 				}
 				if err := s.emit(prof, ensureSP(), path, from, n); err != nil {
 					return nil, err
@@ -328,6 +347,53 @@ func (s *splitter) emit(src pprofile.Profile, dsp pprofile.ScopeProfiles, path s
 	return nil
 }
 
+// planLastUse records in s.dict, for each source stack and location, the
+// last part that will use it, walking the samples with the same cuts as run.
+// Samples with a bad stack index are skipped: run reports them.
+func (s *splitter) planLastUse(pd pprofile.Profiles, cuts cutter) {
+	c := &s.dict
+	stacks := c.srcStacks
+	c.stackLast = fill(c.stackLast, stacks.Len(), -1)
+	c.locLast = fill(c.locLast, c.srcLocations.Len(), -1)
+	part := int32(0)
+	forEachProfile(pd, func(_ samplePath, p pprofile.Profile) {
+		samples := p.Samples()
+		for k := 0; k < samples.Len(); k++ {
+			idx := int(samples.At(k).StackIndex())
+			if idx < 0 || idx >= stacks.Len() {
+				continue
+			}
+			if cuts.next(min(int(c.stackLen[idx]), cuts.maxFrames)) {
+				part++
+			}
+			c.stackLast[idx] = part
+		}
+	})
+	for i, last := range c.stackLast {
+		if last < 0 {
+			continue
+		}
+		li := stacks.At(i).LocationIndices()
+		for k, n := 0, min(li.Len(), cuts.maxFrames); k < n; k++ {
+			if v := li.At(k); v >= 0 && int(v) < len(c.locLast) && c.locLast[v] < last {
+				c.locLast[v] = last
+			}
+		}
+	}
+}
+
+// fill returns s resized to n elements, all v.
+func fill(s []int32, n int, v int32) []int32 {
+	if cap(s) < n {
+		s = make([]int32, n)
+	}
+	s = s[:n]
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
 // newPart closes the open part (if any) and opens the next one.
 func (s *splitter) newPart() error {
 	if s.partNum >= 0 {
@@ -338,6 +404,7 @@ func (s *splitter) newPart() error {
 	s.cur = pprofile.NewProfiles()
 	s.parts = append(s.parts, s.cur)
 	s.partNum++
+	s.dict.part = int32(s.partNum)
 	return s.dict.begin(s.cur.Dictionary())
 }
 
