@@ -240,15 +240,22 @@ func thousands(v int64) string {
 }
 
 // WithSpread formats a summary as "median ± spread% (n=N)" with unit after
-// the median.
+// the median (see Cell).
 func WithSpread(s Summary, unit string) string {
+	return fmt.Sprintf("%s (n=%d)", Cell(s, unit), s.N)
+}
+
+// Cell formats a summary as "median unit ± spread%", leaving the spread out
+// when there is none (one repetition, or all equal).
+func Cell(s Summary, unit string) string {
 	if unit != "" && unit != "×" {
 		unit = " " + unit
 	}
-	if s.N <= 1 {
-		return fmt.Sprintf("%s%s (n=%d)", Num(s.Median), unit, s.N)
+	v := Num(s.Median) + unit
+	if sp := s.Spread(); s.N > 1 && sp > 0 {
+		v += " ± " + Num(sp) + "%"
 	}
-	return fmt.Sprintf("%s%s ± %s%% (n=%d)", Num(s.Median), unit, Num(s.Spread()), s.N)
+	return v
 }
 
 // MiB formats bytes as MiB.
@@ -265,4 +272,29 @@ func Reps(xs []float64, format func(float64) string) string {
 
 func roundDur(d time.Duration) string {
 	return d.Round(time.Second).String()
+}
+
+// NsCell formats a time per operation with a readable unit.
+func NsCell(m Summary) string {
+	if m.N == 0 {
+		return ""
+	}
+	unit, scale := "ns", 1.0
+	switch d := time.Duration(m.Median); {
+	case d >= time.Second:
+		unit, scale = "s", 1e9
+	case d >= time.Millisecond:
+		unit, scale = "ms", 1e6
+	case d >= time.Microsecond:
+		unit, scale = "µs", 1e3
+	}
+	return Cell(Summary{Median: m.Median / scale, Min: m.Min / scale, Max: m.Max / scale, N: m.N}, unit)
+}
+
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

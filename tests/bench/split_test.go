@@ -126,7 +126,7 @@ func (h *harness) micro(t *testing.T, s *Section) {
 		fail(t, s, "reading the benchmark output: %v", err)
 	}
 	if runErr != nil {
-		s.Err = fmt.Sprintf("`%s` failed (%v); the results it printed are below. Its last lines:\n\n```\n%s\n```", h.microCommand(), runErr, lastLines(string(out), 15))
+		s.Err = fmt.Sprintf("`%s` failed (%v); the results it printed are below. Its last lines:\n\n```\n%s\n```", h.microCommand(), runErr, LastLines(string(out), 15))
 	}
 	s.Text = append(s.Text, fmt.Sprintf("`%s`, from the repository root. Each cell is the median of the %d repetitions with the spread (± the largest distance from the median, in percent), benchstat-style.", h.microCommand(), h.p.microCount))
 	sums := SummarizeGoBench(res)
@@ -139,24 +139,25 @@ func (h *harness) micro(t *testing.T, s *Section) {
 		}
 	}
 	for _, pkg := range pkgs {
-		tab := Table{Caption: "`" + pkg + "`", Header: []string{"benchmark", "time/op", "B/op", "allocs/op", "other metrics"}}
+		tab := Table{Caption: "`" + pkg + "`", Header: []string{"benchmark", "n", "time/op", "B/op", "allocs/op", "other metrics"}}
 		for _, b := range sums {
 			if b.Pkg != pkg {
 				continue
 			}
 			cell := func(u string) string {
 				if m, ok := b.Metrics[u]; ok {
-					return WithSpread(m, "")
+					return Cell(m, "")
 				}
 				return ""
 			}
 			var other []string
 			for _, u := range b.Units {
 				if u != "ns/op" && u != "B/op" && u != "allocs/op" {
-					other = append(other, WithSpread(b.Metrics[u], u))
+					other = append(other, Cell(b.Metrics[u], u))
 				}
 			}
-			tab.Rows = append(tab.Rows, []string{strings.TrimPrefix(b.Name, "Benchmark"), nsCell(b.Metrics["ns/op"]), cell("B/op"), cell("allocs/op"), strings.Join(other, "; ")})
+			tab.Rows = append(tab.Rows, []string{strings.TrimPrefix(b.Name, "Benchmark"), fmt.Sprint(b.Metrics["ns/op"].N),
+				NsCell(b.Metrics["ns/op"]), cell("B/op"), cell("allocs/op"), strings.Join(other, "; ")})
 		}
 		s.Tables = append(s.Tables, tab)
 	}
@@ -176,35 +177,4 @@ func (h *harness) micro(t *testing.T, s *Section) {
 	if len(none) > 0 {
 		s.Text = append(s.Text, "No benchmark results from "+strings.Join(none, ", ")+" in this run.")
 	}
-}
-
-// nsCell formats a time per operation with a readable unit.
-func nsCell(m Summary) string {
-	if m.N == 0 {
-		return ""
-	}
-	d := time.Duration(m.Median)
-	var v string
-	switch {
-	case d >= time.Second:
-		v = Num(d.Seconds()) + " s"
-	case d >= time.Millisecond:
-		v = Num(float64(d)/1e6) + " ms"
-	case d >= time.Microsecond:
-		v = Num(float64(d)/1e3) + " µs"
-	default:
-		v = Num(m.Median) + " ns"
-	}
-	if m.N > 1 {
-		v += " ± " + Num(m.Spread()) + "%"
-	}
-	return v + fmt.Sprintf(" (n=%d)", m.N)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -124,6 +124,8 @@ func TestNum(t *testing.T) {
 	assert.Equal(t, "1.50 MiB", MiB(1.5*(1<<20)))
 	assert.Equal(t, "1.01× ± 1.98% (n=3)", WithSpread(Summary{Median: 1.01, Min: 0.99, Max: 1.02, N: 3}, "×"))
 	assert.Equal(t, "5.00 ms (n=1)", WithSpread(Summary{Median: 5, Min: 5, Max: 5, N: 1}, "ms"))
+	assert.Equal(t, "0", Cell(Summary{N: 3}, ""))
+	assert.Equal(t, "7.00 B/op", Cell(Summary{Median: 7, Min: 7, Max: 7, N: 3}, "B/op"))
 	assert.Equal(t, "1.00, 2.50", Reps([]float64{1, 2.5}, Num))
 }
 
@@ -180,4 +182,12 @@ func TestRuns(t *testing.T) {
 	assert.Equal(t, Summary{Median: 1.75, Min: 1.5, Max: 2, N: 2}, r.Ratio("cpu"))
 	assert.Equal(t, 1.25, r.Ratio("rss").Median)
 	assert.Nil(t, r.Of(true, "none"))
+}
+
+func TestNsCellAndLastLines(t *testing.T) {
+	assert.Equal(t, "", NsCell(Summary{}))
+	assert.Equal(t, "1.50 ms ± 33.3%", NsCell(Summary{Median: 1.5e6, Min: 1e6, Max: 2e6, N: 3}))
+	assert.Equal(t, "2.00 s", NsCell(Summary{Median: 2e9, Min: 2e9, Max: 2e9, N: 1}))
+	assert.Equal(t, "850 ns", NsCell(Summary{Median: 850, Min: 850, Max: 850, N: 2}))
+	assert.Equal(t, "b\nc", LastLines("a\nb\nc\n", 2))
 }

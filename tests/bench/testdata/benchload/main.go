@@ -2,8 +2,9 @@
 //
 //	benchload work    reads lines from standard input; for each line "N" it
 //	                  hashes N rounds in one goroutine and prints the
-//	                  elapsed nanoseconds (the fixed work of the overhead
-//	                  benchmark, timed by the workload itself)
+//	                  elapsed nanoseconds and the CPU nanoseconds the
+//	                  process used meanwhile (the fixed work of the
+//	                  overhead benchmark, timed by the workload itself)
 //	benchload busy I  stays busy for a fraction of every 100 ms (-duty) in
 //	                  a call chain I frames deep, so that 20 of them give
 //	                  the profiler a steady load of distinct stacks
@@ -20,6 +21,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -71,10 +73,20 @@ func work() {
 			fmt.Fprintln(os.Stderr, "benchload: want a round count:", err)
 			os.Exit(2)
 		}
-		t0 := time.Now()
+		c0, t0 := cpuTime(), time.Now()
 		seed = hashRounds(seed, n)
-		fmt.Println(time.Since(t0).Nanoseconds(), seed[0])
+		wall := time.Since(t0)
+		fmt.Println(wall.Nanoseconds(), (cpuTime() - c0).Nanoseconds(), seed[0])
 	}
+}
+
+// cpuTime is the user and system time of this process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func busy(id int, duty float64) {
