@@ -363,3 +363,37 @@ func TestExporterhelperRetryNeitherLosesNorDuplicates(t *testing.T) {
 	assert.Equal(t, all, got, "every sample accepted exactly once")
 	assert.Equal(t, 7+2+1, f.n, "7 parts; the 2 refused ones merged and split again in 2, the first refused again; then that one alone")
 }
+
+func TestConcurrentBatches(t *testing.T) {
+	sink := new(consumertest.ProfilesSink)
+	env := newTestEnv(t, 3_000, sink)
+	now := time.Now()
+	env.flp.now = func() time.Time { return now }
+	var want []int64
+	batches := make([]pprofile.Profiles, 8)
+	for i := range batches {
+		batches[i] = profilegen.Generate(profilegen.Config{
+			Samples: 200, Depth: 40, Stacks: 30, Functions: 100, Resources: 3, Seq: true, Seed: uint64(100 + i),
+		})
+		want = append(want, seqs(t, batches[i])...)
+	}
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, env.proc.ConsumeProfiles(context.Background(), b))
+		}()
+	}
+	wg.Wait()
+	var got []int64
+	for _, p := range sink.AllProfiles() {
+		require.LessOrEqual(t, profilesplit.Frames(p), 3_000)
+		require.NoError(t, profilesplit.Validate(p))
+		got = append(got, seqs(t, p)...)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	assert.Equal(t, want, got)
+	env.assertCounter(t, metadatatest.AssertEqualProcessorFrameLimitBatchesSplit, 8)
+}
