@@ -24,12 +24,17 @@ func arrivals(reqs []received) []leave {
 	return out
 }
 
-func TestPacingAsSeenByTheIngest(t *testing.T) {
-	const limit = 1000
+// pacedHarness is an exporter paced at limit samples a second against a fake ingest.
+func pacedHarness(t *testing.T, limit int) (*fakeIngest, *harness) {
 	ing := newFakeIngest(t, nil)
 	cfg := testConfig(ing.srv.URL)
 	cfg.RateLimit.SamplesPerSecond = limit
-	h := newHarness(t, cfg)
+	return ing, newHarness(t, cfg)
+}
+
+func TestPacingAsSeenByTheIngest(t *testing.T) {
+	const limit = 1000
+	ing, h := pacedHarness(t, limit)
 
 	// Three consumers, ten batches of 100 samples each: 3,000 samples,
 	// generated beforehand so that unpaced they would all leave at once.
@@ -65,10 +70,7 @@ func TestPacingAsSeenByTheIngest(t *testing.T) {
 
 func TestRequestsOverTheLimitAreSplitBeforeSending(t *testing.T) {
 	const limit = 200
-	ing := newFakeIngest(t, nil)
-	cfg := testConfig(ing.srv.URL)
-	cfg.RateLimit.SamplesPerSecond = limit
-	h := newHarness(t, cfg)
+	ing, h := pacedHarness(t, limit)
 
 	pd := batch(500, 31)
 	want := profilesplit.SortedSamples(pd, 0)
