@@ -7,8 +7,25 @@
 // request-wide dictionary. Counting per sample is the strict reading of
 // "write out": it is never less than any other count.
 //
-// Nothing here modifies its input: parts are fresh pprofile.Profiles that
-// share no memory with the input except immutable strings.
+// API:
+//   - Frames, Samples: what a request writes out.
+//   - Split / SplitChecked: parts within a frame limit (copies; the input is
+//     untouched). SplitOwned: the same, moving the input's samples and, for
+//     the last part using them, its stacks and locations into the parts
+//     (used by the frame_limit processor, which owns its input).
+//   - Halve / HalveChecked: two parts of about half the frames each (copies).
+//   - Merge: parts back into one request (to hand refused parts upstream).
+//   - Validate: every index of a request inside its table, every table
+//     starting with its zero value; errors name the field and the table.
+//   - ResolveSamples / SortedSamples: samples with every reference resolved,
+//     to compare requests in tests.
+//
+// The subpackage profilegen generates realistic eBPF-like batches for tests
+// and benchmarks.
+//
+// Except for SplitOwned and Merge, which consume what they are given, nothing
+// here modifies its input: parts are fresh pprofile.Profiles that share no
+// memory with the input except immutable strings.
 package profilesplit // import "github.com/nexovue/otelcol-nexovue/internal/profilesplit"
 
 import (
