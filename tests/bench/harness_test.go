@@ -23,6 +23,9 @@ var (
 	flagOut   = flag.String("bench.out", "", "write the report here (default: BENCHMARKS.md at the repository root)")
 	flagQuick = flag.Bool("bench.quick", false, "tiny durations and counts, to try the harness (figures meaningless)")
 	flagOnly  = flag.String("bench.only", "", "comma-separated sections to run (overhead,agent,gateway,split,micro); default all")
+	// bench.mk passes when make started, so that the report can say how
+	// long `make bench` took with its build.
+	flagMakeStart = flag.Int64("bench.make-start", 0, "unix time `make bench` started (0: unknown)")
 )
 
 // params are the durations and counts of one run.
@@ -118,6 +121,9 @@ func TestBench(t *testing.T) {
 		t.Logf("%s: %s", sec.name, time.Since(t0).Round(time.Second))
 	}
 	rep.Duration = time.Since(rep.Started)
+	if *flagMakeStart > 0 {
+		rep.MakeDuration = time.Since(time.Unix(*flagMakeStart, 0))
+	}
 	rep.LoadAfter = LoadAvg()
 	rep.Commands = h.commands()
 

@@ -134,7 +134,7 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 
 	// Calibrate the fixed work to about p.workTime on this machine, once.
 	const probe = 1 << 21
-	probeCPU, _ := w.run(t, probe)
+	_, probeCPU := w.run(t, probe)
 	perRound := probeCPU / probe
 	rounds := int(p.workTime / max(perRound, 1))
 	w.run(t, rounds) // warm-up
@@ -171,7 +171,7 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 	profiled := snk.ServiceSamples()[workloadService]
 
 	s.Text = append(s.Text, fmt.Sprintf(
-		"A CPU-bound Go program (tests/bench/testdata/benchload, one goroutine, GOMAXPROCS=1) hashes a fixed number of SHA-256 rounds (%s, calibrated once at the start to about %s) and times itself; "+
+		"A CPU-bound Go program (tests/bench/testdata/benchload, one goroutine, GOMAXPROCS=1) hashes a fixed number of SHA-256 rounds (%s, calibrated once at the start to about %s of CPU time) and times itself; "+
 			"the same work runs without and with the shipped agent (`distributions/otelcol-nexovue/agent.yaml`: eBPF receiver at 19 Hz → memory_limiter → service_name → frame_limit → nexovue, exporting to the in-process ingest double), "+
 			"in %d adjacent pairs whose order alternates (without/with, with/without, ...); the agent is started (and left %s to finish its start-up scan) and stopped between runs. "+
 			"Slowdown = median over the pairs of (wall time with) / (wall time without) − 1; the goal is judged on it. "+

@@ -15,8 +15,11 @@ import (
 // Report is the content of BENCHMARKS.md.
 type Report struct {
 	Started  time.Time
-	Duration time.Duration
-	Machine  Machine
+	Duration time.Duration // of the harness
+	// MakeDuration is the wall time of `make bench` up to the report,
+	// build included (0: not run by make).
+	MakeDuration time.Duration
+	Machine      Machine
 	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end:
 	// the machine may be shared.
 	LoadBefore, LoadAfter string
@@ -119,8 +122,12 @@ func (r *Report) Write(w io.Writer) error {
 	p := ew.printf
 	p("# otelcol-nexovue benchmarks\n\n")
 	p("Written by `make bench` (tests/bench). Every figure is a ratio or a rate measured in this one run against a baseline measured in the same run, over several repetitions; the median is quoted with the spread of the repetitions (± the largest distance from the median to the fastest or slowest one) and their count. No absolute time is asserted anywhere; the times below are what this machine did during this run.\n\n")
+	took := roundDur(r.Duration) + " in the harness"
+	if r.MakeDuration > 0 {
+		took += ", " + roundDur(r.MakeDuration) + " for all of `make bench` with its build"
+	}
 	p("Run %s, %s (load average %s at the start, %s at the end; the machine may have been shared with other work).\n\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), roundDur(r.Duration), r.LoadBefore, r.LoadAfter)
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), took, r.LoadBefore, r.LoadAfter)
 	m := r.Machine
 	p("| machine | |\n| --- | --- |\n| CPU | %s |\n| cores | %d |\n| memory | %.1f GiB |\n| kernel | %s |\n| OS | %s |\n| Go | %s |\n\n",
 		m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.OS, m.Go)

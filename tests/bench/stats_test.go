@@ -131,7 +131,7 @@ func TestNum(t *testing.T) {
 
 func TestReportMarkdown(t *testing.T) {
 	r := &Report{
-		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Duration: 9*time.Minute + 30*time.Second,
+		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Duration: 9*time.Minute + 30*time.Second, MakeDuration: 11 * time.Minute,
 		Machine:    Machine{CPU: "Test CPU", Cores: 2, MemoryGiB: 24, Kernel: "6.1", Go: "go1.26", OS: "linux/amd64"},
 		LoadBefore: "1.00 1.00 1.00", LoadAfter: "2.00 2.00 2.00",
 		Commands: []string{"make bench"},
@@ -149,7 +149,7 @@ func TestReportMarkdown(t *testing.T) {
 	md := buf.String()
 	for _, want := range []string{
 		"# otelcol-nexovue benchmarks",
-		"2026-12-02 12:00 UTC, 9m30s",
+		"2026-12-02 12:00 UTC, 9m30s in the harness, 11m0s for all of `make bench` with its build",
 		"| CPU | Test CPU |",
 		"| cores | 2 |",
 		"| overhead | < 1% | 0.5% | yes | — |",
