@@ -39,7 +39,7 @@ func tool(t *testing.T, name, pkg string) string {
 	return p
 }
 
-// wineRun runs a Windows program under wine64 in prefix; it returns the
+// wineRun runs a Windows program under Wine in prefix; it returns the
 // combined output.
 func wineRun(t *testing.T, wine, prefix string, env []string, args ...string) (string, error) {
 	t.Helper()
@@ -58,7 +58,8 @@ func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 // `validate` on the shipped pprof.yaml under Debian's Wine.
 func TestWindowsValidateUnderWine(t *testing.T) {
 	exe := builtFile(t, "OTELCOL_NEXOVUE_WINDOWS_BIN", "_build/windows-amd64/otelcol-nexovue.exe", "crossbuild")
-	wine := tool(t, "wine64", "wine64")
+	wine := tool(t, "wine", "wine wine64")
+	wineserver := tool(t, "wineserver", "wine wine64")
 	as := tool(t, "x86_64-w64-mingw32-as", "binutils-mingw-w64-x86-64")
 	ld := tool(t, "x86_64-w64-mingw32-ld", "binutils-mingw-w64-x86-64")
 	dlltool := tool(t, "x86_64-w64-mingw32-dlltool", "binutils-mingw-w64-x86-64")
@@ -81,7 +82,7 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 	prefix := filepath.Join(work, "wineprefix")
 	env := cleanEnv("NEXOVUE_KEY=" + validateKey)
 	t.Cleanup(func() {
-		cmd := exec.Command("wineserver", "-k")
+		cmd := exec.Command(wineserver, "-k")
 		cmd.Env = append(os.Environ(), "WINEPREFIX="+prefix)
 		_ = cmd.Run()
 	})
@@ -100,7 +101,7 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 	pprof := repoPath(t, "distributions", "otelcol-nexovue", "pprof.yaml")
 	out, err := wineRun(t, wine, prefix, env, exe, "validate", "--config", winPath(pprof), testenv.FeatureGate)
 	if err != nil {
-		t.Fatalf("wine64 otelcol-nexovue.exe validate --config pprof.yaml %s: %v\n%s", testenv.FeatureGate, err, out)
+		t.Fatalf("wine otelcol-nexovue.exe validate --config pprof.yaml %s: %v\n%s", testenv.FeatureGate, err, out)
 	}
 
 	// And it does validate: a misspelt setting fails, naming it.
