@@ -262,6 +262,10 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 	msg, partial := e.readResponse(resp)
 	e.countRequest(ctx, resp.StatusCode)
 	code := resp.StatusCode
+	if code < 200 || code > 299 {
+		// The ingest counts only the samples it accepts against the limit.
+		e.state.cancel(w.booking)
+	}
 
 	switch {
 	case code >= 200 && code <= 299:

@@ -179,9 +179,11 @@ func (s *keyState) shouldLogRejectedKey() bool {
 
 var errStopped = errors.New("the exporter is shutting down")
 
-// waits records how long admit held a request back.
+// waits records how long admit held a request back, and its booking in the
+// pacing window (0 when pacing is off).
 type waits struct {
 	pacing, retryAfter time.Duration
+	booking            uint64
 }
 
 // admit holds a request of n samples back until it may leave: until the
@@ -215,6 +217,7 @@ func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int) (wait
 			s.cancel(id)
 			continue
 		}
+		w.booking = id
 		return w, nil
 	}
 }

@@ -2,6 +2,7 @@ package nexovueexporter
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -83,4 +84,27 @@ func TestRequestsOverTheLimitAreSplitBeforeSending(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, h.intSum(t, mSplit), int64(500))
 	assert.Equal(t, int64(500), h.intSum(t, mSent))
+}
+
+func TestRefusedRequestsDoNotUseThePacingBudget(t *testing.T) {
+	// The ingest counts only what it accepts: requests refused as too large
+	// give their place in the window back, so the halves that follow do not
+	// wait for a window the refused request never used.
+	const limit = 300
+	ing := newFakeIngest(t, func(_ int, r *received) reply {
+		if r.samples > 100 {
+			return answer(http.StatusRequestEntityTooLarge)
+		}
+		return answer(http.StatusOK)
+	})
+	cfg := testConfig(ing.srv.URL)
+	cfg.RateLimit.SamplesPerSecond = limit
+	h := newHarness(t, cfg)
+
+	pd := batch(limit, 32)
+	want := profilesplit.SortedSamples(pd, 0)
+	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), pd))
+	assert.Equal(t, want, ing.accepted())
+	assert.Positive(t, h.intSum(t, mRequests, attribute.Int("status_code", http.StatusRequestEntityTooLarge)))
+	assert.Zero(t, h.floatSum(t, mWait, attribute.String("reason", "pacing")))
 }
