@@ -15,42 +15,20 @@ import (
 )
 
 // TestPprofDocsConfig runs the docs' pprof config (tests/testdata/pprof-docs.yaml,
-// unchanged) with an overlay that points it at a Go program serving
-// net/http/pprof and at the double, and adds the docs' second receiver for
-// CPU: a heap profile in bytes arrives under checkout, and a CPU profile as
-// a separate type whose hot function is the program's.
+// unchanged: otlphttp/nexovue with the x-nexovue-key header) with an overlay
+// that points it at a Go program serving net/http/pprof and at the double,
+// and adds the docs' second receiver for CPU.
 func TestPprofDocsConfig(t *testing.T) {
-	root := testenv.RepoRoot(t)
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
-	sent := int64(-1)
-	figures(t, "pprof", srv, &sent)
-
-	prog := testenv.BuildGo(t, filepath.Join(root, "receiver", "pprofreceiver", "testdata", "pprofserver"), "checkout")
-	p := testenv.Start(t, nil, prog)
-	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-	var target string
-	testenv.WaitFor(t, 30*time.Second, "the pprof server", func() (bool, error) {
-		if m := listening.FindStringSubmatch(p.Output()); m != nil {
-			target = m[1]
-			return true, nil
-		}
-		if done, err := p.Exited(); done {
-			return false, fmt.Errorf("pprofserver exited: %v", err)
-		}
-		return false, nil
-	})
-
-	dir := t.TempDir()
-	sinkPath := filepath.Join(dir, "profiles.jsonl")
-	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
+	pprofEndToEnd(t, "pprof-docs", filepath.Join("tests", "testdata", "pprof-docs.yaml"), func(target, ingestURL, sink string) (string, []string) {
+		return fmt.Sprintf(`
 receivers:
   pprof:
     remote:
-      endpoint: %[1]s/debug/pprof/heap
+      endpoint: %[1]s/heap
       collection_interval: 2s
   pprof/cpu:
     remote:
-      endpoint: %[1]s/debug/pprof/profile?seconds=2
+      endpoint: %[1]s/profile?seconds=2
       collection_interval: 3s
 exporters:
   otlphttp/nexovue:
@@ -65,18 +43,83 @@ service:
     profiles:
       receivers: [pprof, pprof/cpu]
       exporters: [otlphttp/nexovue, file/e2e]
-`, target, srv.URL(), sinkPath))
-	docs := filepath.Join(root, "tests", "testdata", "pprof-docs.yaml")
-	testenv.StartCollector(t, docs, testenv.CollectorOptions{
-		Env: collectorEnv(testKey), Args: []string{"--config", overlay, testenv.FeatureGate},
+`, target, ingestURL, sink), collectorEnv(testKey)
+	})
+}
+
+// TestPprofShippedConfig runs the shipped distributions/otelcol-nexovue/pprof.yaml
+// (nexovue exporter, frame_limit) through its environment variables, with
+// an overlay for short intervals and the file exporter.
+func TestPprofShippedConfig(t *testing.T) {
+	pprofEndToEnd(t, "pprof-shipped", filepath.Join("distributions", "otelcol-nexovue", "pprof.yaml"), func(target, ingestURL, sink string) (string, []string) {
+		return fmt.Sprintf(`
+receivers:
+  pprof/heap:
+    remote:
+      collection_interval: 2s
+  pprof/cpu:
+    remote:
+      endpoint: ${env:PPROF_BASE_URL}/profile?seconds=2
+      collection_interval: 3s
+exporters:
+  file/e2e:
+    path: %s
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      exporters: [nexovue, file/e2e]
+`, sink), []string{
+				"NEXOVUE_KEY=" + testKey,
+				"NEXOVUE_ENDPOINT=" + ingestURL,
+				"NEXOVUE_SERVICE_NAME=checkout",
+				"PPROF_BASE_URL=" + target,
+			}
+	})
+}
+
+// pprofEndToEnd starts the pprof receiver's test program (named checkout),
+// the double, and the collector with config (relative to the repository)
+// plus the overlay and environment overlay returns for the program's
+// http://ADDR/debug/pprof, the double's URL and a file exporter path. A heap
+// profile in bytes must arrive under checkout, and a CPU profile as a
+// separate type whose hot function is the program's.
+func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, ingestURL, sink string) (string, []string)) {
+	root := testenv.RepoRoot(t)
+	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	sent := int64(-1)
+	figures(t, name, srv, &sent)
+
+	prog := testenv.BuildGo(t, filepath.Join(root, "receiver", "pprofreceiver", "testdata", "pprofserver"), "checkout")
+	p := testenv.Start(t, nil, prog)
+	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	var target string
+	testenv.WaitFor(t, 30*time.Second, "the pprof server", func() (bool, error) {
+		if m := listening.FindStringSubmatch(p.Output()); m != nil {
+			target = m[1] + "/debug/pprof"
+			return true, nil
+		}
+		if done, err := p.Exited(); done {
+			return false, fmt.Errorf("pprofserver exited: %v", err)
+		}
+		return false, nil
 	})
 
-	isCPU := func(st ingest.SampleType) bool { return st.Unit == "nanoseconds" || st.Type == "cpu" }
+	dir := t.TempDir()
+	sinkPath := filepath.Join(dir, "profiles.jsonl")
+	content, env := overlay(target, srv.URL(), sinkPath)
+	overlayPath := writeFile(t, dir, "overlay.yaml", content)
+	testenv.StartCollector(t, filepath.Join(root, config), testenv.CollectorOptions{
+		Env: env, Args: []string{"--config", overlayPath, testenv.FeatureGate},
+	})
+
 	testenv.WaitFor(t, 60*time.Second, "a heap profile in bytes and a CPU profile under checkout at the double", func() (bool, error) {
 		var bytes, cpu bool
 		for _, st := range srv.SampleTypes("checkout") {
 			bytes = bytes || st.Unit == "bytes"
-			cpu = cpu || isCPU(st)
+			cpu = cpu || st.Unit == "nanoseconds"
 		}
 		return bytes && cpu, nil
 	})
@@ -87,17 +130,16 @@ service:
 		var err error
 		s, err = readSink(sinkPath)
 		for _, typ := range s.typesWith("checkout", "main.burnCPU") {
-			if strings.HasSuffix(typ, "/nanoseconds") || strings.HasPrefix(typ, "cpu/") {
+			if strings.HasSuffix(typ, "/nanoseconds") {
 				return true, err
 			}
 		}
 		return false, err
 	})
 	for typ, fns := range s.functions["checkout"] {
-		if !strings.HasSuffix(typ, "/nanoseconds") {
-			continue
+		if strings.HasSuffix(typ, "/nanoseconds") {
+			require.Equal(t, "main.burnCPU", hottestMain(fns), "the program's hot function in the %s profile", typ)
 		}
-		require.Equal(t, "main.burnCPU", hottestMain(fns), "the program's hot function in the %s profile", typ)
 	}
 	var heapTypes []string
 	for _, typ := range s.typesWith("checkout", "main.allocate") {
