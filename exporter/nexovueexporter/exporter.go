@@ -103,12 +103,27 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 	if err != nil {
 		return err
 	}
+	client.CheckRedirect = sameOriginRedirects
 	e.client, e.enc = client, enc
 	e.header = e.cfg.header(e.userAgent)
 	if ownGzip {
 		e.header.Set("Content-Encoding", "gzip")
 	}
 	e.state = acquireKeyState(e.url, e.key, e.cfg.RateLimit.SamplesPerSecond)
+	return nil
+}
+
+// sameOriginRedirects follows a redirect only to the same scheme and host:
+// Go's client would forward the key header to any host it is sent to. A
+// redirect elsewhere comes back as the answer (and is refused as a 3xx).
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return http.ErrUseLastResponse
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
 	return nil
 }
 

@@ -444,3 +444,32 @@ func TestRetryableFailureBeforeAnythingLeftRetriesTheWholeRequest(t *testing.T) 
 	var unsent xconsumererror.Profiles
 	assert.False(t, errors.As(err, &unsent), "nothing was sent: the request is retried as it is")
 }
+
+func TestRedirectElsewhereIsNotFollowedWithTheKey(t *testing.T) {
+	elsewhere := newFakeIngest(t, nil)
+	ing := newFakeIngest(t, func(i int, _ *received) reply {
+		return reply{status: http.StatusTemporaryRedirect, header: map[string]string{"Location": elsewhere.srv.URL + "/v1development/profiles"}}
+	})
+	h := newHarness(t, testConfig(ing.srv.URL))
+	err := h.exp.ConsumeProfiles(context.Background(), batch(5, 16))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err))
+	assert.Contains(t, err.Error(), "307")
+	assert.Empty(t, elsewhere.requests(), "the key never went to another host")
+}
+
+func TestRedirectToTheSameHostIsFollowed(t *testing.T) {
+	var ing *fakeIngest
+	ing = newFakeIngest(t, func(i int, _ *received) reply {
+		if i == 0 {
+			return reply{status: http.StatusPermanentRedirect, header: map[string]string{"Location": ing.srv.URL + "/v1development/profiles?moved=1"}}
+		}
+		return answer(http.StatusOK)
+	})
+	h := newHarness(t, testConfig(ing.srv.URL))
+	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(5, 17)))
+	reqs := ing.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, testKey, reqs[1].header.Get(keyHeader))
+	assert.Equal(t, int64(5), h.intSum(t, mSent))
+}
