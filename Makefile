@@ -74,14 +74,18 @@ prereqs:
 
 # Every test: unit, fuzz seeds, the cross-builds, and the smoke, end-to-end,
 # distribution and container tests that drive the built binary.
+# The tests of the built binary run verbosely: each prints a line of figures.
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
+SYSTEM_TESTS := ./tests/smoke/ ./tests/e2e/ ./tests/container/
 .PHONY: test
 test: prereqs build crossbuild
 	$(GO) vet ./...
-	$(GO) test $(GO_TEST_FLAGS) ./...
+	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container)
+	$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)
 
 .PHONY: clean
 clean:
 	rm -rf $(BUILD_DIR) $(TOOLS_DIR)
 
 -include distributions/dist.mk
+-include tests/bench/bench.mk
