@@ -64,8 +64,9 @@ type nexovueExporter struct {
 	header http.Header
 	state  *keyState
 
-	stopOnce sync.Once
-	stop     chan struct{}
+	stopOnce    sync.Once
+	stop        chan struct{}
+	releaseOnce sync.Once
 }
 
 func newExporter(cfg *Config, set exporter.Settings, halve halveFunc) (*nexovueExporter, error) {
@@ -142,10 +143,12 @@ func (e *nexovueExporter) stopWaiting() {
 
 func (e *nexovueExporter) shutdown(context.Context) error {
 	e.stopWaiting()
-	if e.state != nil {
-		e.state.release()
-		e.state = nil
-	}
+	e.releaseOnce.Do(func() {
+		// e.state stays set: a call still in flight keeps a usable state.
+		if e.state != nil {
+			e.state.release()
+		}
+	})
 	if e.client != nil {
 		e.client.CloseIdleConnections()
 	}

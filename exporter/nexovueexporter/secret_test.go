@@ -2,11 +2,13 @@ package nexovueexporter
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 )
 
@@ -67,4 +69,14 @@ func TestKeyNeverLeaks(t *testing.T) {
 	}
 	// The messages were kept, with the key redacted.
 	assert.Contains(t, h.logText(), "bad key [REDACTED]")
+}
+
+func TestKeyIsRedactedWhenTheConfigIsPrinted(t *testing.T) {
+	cfg := testConfig("https://ingest.nexovue.com")
+	conf := confmap.New()
+	require.NoError(t, conf.Marshal(cfg))
+	printed := fmt.Sprint(conf.ToStringMap())
+	assert.Contains(t, printed, "key:[REDACTED]")
+	assert.NotContains(t, printed, testKey)
+	assert.NotContains(t, fmt.Sprintf("%v %+v", cfg, *cfg), testKey)
 }
