@@ -208,3 +208,13 @@ func collectorMemory(t *testing.T, p *testenv.Process) (peak, current int64) {
 	}
 	return peak, current
 }
+
+// selfCPU is the harness's own CPU time (its clients and the in-process double).
+func selfCPU(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := ProcCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

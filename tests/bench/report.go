@@ -226,6 +226,13 @@ func Num(x float64) string {
 		return thousands(int64(math.Round(x)))
 	}
 	digits := max(0, 2-int(math.Floor(math.Log10(ax))))
+	// 0.9996 rounds to 1.00, not 1.000: count digits after rounding.
+	scale := math.Pow(10, float64(digits))
+	if r := math.Round(ax*scale) / scale; r >= 1000 {
+		return thousands(int64(math.Round(x)))
+	} else if r > 0 {
+		digits = max(0, 2-int(math.Floor(math.Log10(r))))
+	}
 	return strconv.FormatFloat(x, 'f', digits, 64)
 }
 

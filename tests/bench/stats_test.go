@@ -117,7 +117,7 @@ func TestParseAndSummarizeGoBench(t *testing.T) {
 func TestNum(t *testing.T) {
 	for x, want := range map[float64]string{
 		0: "0", 0.012345: "0.0123", 1.2345: "1.23", 12.345: "12.3", 123.45: "123",
-		1234.5: "1,235", 1234567: "1,234,567", -2500: "-2,500", math.NaN(): "n/a",
+		1234.5: "1,235", 0.99996: "1.00", 999.9: "1,000", 0.0999: "0.0999", 0.09999: "0.100", 1234567: "1,234,567", -2500: "-2,500", math.NaN(): "n/a",
 	} {
 		assert.Equal(t, want, Num(x), "%v", x)
 	}
