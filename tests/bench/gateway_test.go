@@ -265,7 +265,7 @@ func (h *harness) gateway(t *testing.T, s *Section) {
 			"The clients keep at most 16 batches answered but not yet at the double. Each run starts a fresh collector, waits %s, then counts over %s the samples the double accepted, the body bytes it received (as sent, compressed) and the collector's CPU time (/proc/<pid>/stat). "+
 			"samples/s per core = samples accepted / collector CPU seconds. The harness (clients and the double, which decodes and validates every request) runs on the same %d cores, so samples per wall second is bounded by the machine, not only by the collector (the table shows the cores each used: harness = this test process, clients and double); the goal is judged on the per-core rate, and the wall-rate ratio is shown beside it. Runs alternate in pairs; ratios are per pair.",
 		workers, len(batches), gatewayDepths, Num(float64(inBytes)/float64(inSamples)), p.gatewayWarmup, p.gatewayWindow, ThisMachine().Cores))
-	s.Text = append(s.Text, fmt.Sprintf("The double's answers over the whole section, by status: %v.", snk.Stats().RequestsByStatus))
+	s.Text = append(s.Text, "The double's answers over the whole section, by status: "+Statuses(snk.Stats().RequestsByStatus)+".")
 	if refused > 0 {
 		s.Text = append(s.Text, fmt.Sprintf("The collectors refused %d posts in all (last: %s).", refused, truncate(lastRefusal, 200)))
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -270,6 +272,19 @@ func Cell(s Summary, unit string) string {
 		v += " ± " + Num(sp) + "%"
 	}
 	return v
+}
+
+// Statuses formats answer counts by HTTP status: "200: 3,400; 413: 2".
+func Statuses(byStatus map[int]int) string {
+	if len(byStatus) == 0 {
+		return "none"
+	}
+	codes := slices.Sorted(maps.Keys(byStatus))
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d: %s", c, thousands(int64(byStatus[c])))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // MiB formats bytes as MiB.

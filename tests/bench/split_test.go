@@ -48,7 +48,7 @@ func (h *harness) split(t *testing.T, s *Section) {
 			fail(t, s, "posting the 5,000,000-frame batch (split=%v): %v", split, err)
 		}
 		if !snk.waitSamples(c0.samples+b.samples, 2*time.Minute) {
-			fail(t, s, "the double did not accept the batch's %d samples in 2 minutes (split=%v; answers %v)", b.samples, split, snk.Stats().RequestsByStatus)
+			fail(t, s, "the double did not accept the batch's %d samples in 2 minutes (split=%v; answers %s)", b.samples, split, Statuses(snk.Stats().RequestsByStatus))
 		}
 		c1, cpu1, t1 := snk.counters(), collectorCPU(t, col), time.Now()
 		peak, _ := collectorMemory(t, col)

@@ -126,6 +126,8 @@ func TestNum(t *testing.T) {
 	assert.Equal(t, "5.00 ms (n=1)", WithSpread(Summary{Median: 5, Min: 5, Max: 5, N: 1}, "ms"))
 	assert.Equal(t, "0", Cell(Summary{N: 3}, ""))
 	assert.Equal(t, "7.00 B/op", Cell(Summary{Median: 7, Min: 7, Max: 7, N: 3}, "B/op"))
+	assert.Equal(t, "200: 3,400; 413: 2", Statuses(map[int]int{413: 2, 200: 3400}))
+	assert.Equal(t, "none", Statuses(nil))
 	assert.Equal(t, "1.00, 2.50", Reps([]float64{1, 2.5}, Num))
 }
 
