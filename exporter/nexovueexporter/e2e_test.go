@@ -168,6 +168,9 @@ func TestEndToEndRetryAfter(t *testing.T) {
 					continue
 				}
 				for _, o := range trips {
+					if o.status == 0 {
+						continue // held back by the gate: it did not leave
+					}
 					if o.start.After(r.start) && o.start.Before(r.end) {
 						inFlight++ // left while the 429 was on its way back
 					}

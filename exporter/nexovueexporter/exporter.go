@@ -105,12 +105,13 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 		return err
 	}
 	client.CheckRedirect = sameOriginRedirects
+	e.state = acquireKeyState(e.url, e.key, e.cfg.RateLimit.SamplesPerSecond)
+	client.Transport = &gateTransport{base: client.Transport, state: e.state}
 	e.client, e.enc = client, enc
 	e.header = e.cfg.header(e.userAgent)
 	if ownGzip {
 		e.header.Set("Content-Encoding", "gzip")
 	}
-	e.state = acquireKeyState(e.url, e.key, e.cfg.RateLimit.SamplesPerSecond)
 	return nil
 }
 
@@ -126,6 +127,35 @@ func sameOriginRedirects(req *http.Request, via []*http.Request) error {
 		return http.ErrUseLastResponse
 	}
 	return nil
+}
+
+var errGateClosed = errors.New("the Retry-After gate closed before the request left")
+
+// gateTransport is the outermost layer of the exporter's HTTP client. It
+// checks the Retry-After gate at the last moment before a request leaves,
+// and closes it as soon as an answer with a Retry-After comes back, before
+// its body is read: the window in which another consumer could still send
+// after the exporter has the answer is as short as it can be.
+type gateTransport struct {
+	base  http.RoundTripper
+	state *keyState
+}
+
+func (g *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if g.state.gateWait() > 0 {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, errGateClosed
+	}
+	resp, err := g.base.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		now := time.Now()
+		if until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok && until.After(now) {
+			g.state.closeGate(until)
+		}
+	}
+	return resp, err
 }
 
 func gzipLevel(level int) int {
@@ -261,21 +291,32 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		return permanent, fmt.Errorf("encoding profiles: %w", err)
 	}
 
-	w, err := e.state.admit(ctx, e.stop, n)
-	e.recordWaits(ctx, w)
-	if err != nil {
-		return retryable, fmt.Errorf("request to %s held back by pacing or Retry-After: %w", e.url, err)
-	}
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
-	if err != nil {
-		return permanent, fmt.Errorf("building the request to %s: %w", e.url, err)
-	}
-	req.Header = e.header.Clone()
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.countRequest(ctx, 0)
-		return retryable, fmt.Errorf("sending to %s: %w", e.url, e.redactErr(err))
+	var (
+		resp *http.Response
+		w    waits
+	)
+	for {
+		w, err = e.state.admit(ctx, e.stop, n)
+		e.recordWaits(ctx, w)
+		if err != nil {
+			return retryable, fmt.Errorf("request to %s held back by pacing or Retry-After: %w", e.url, err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+		if err != nil {
+			return permanent, fmt.Errorf("building the request to %s: %w", e.url, err)
+		}
+		req.Header = e.header.Clone()
+		resp, err = e.client.Do(req)
+		if errors.Is(err, errGateClosed) {
+			// Another consumer got a Retry-After since admit: wait for it.
+			e.state.cancel(w.booking)
+			continue
+		}
+		if err != nil {
+			e.countRequest(ctx, 0)
+			return retryable, fmt.Errorf("sending to %s: %w", e.url, e.redactErr(err))
+		}
+		break
 	}
 	msg, partial := e.readResponse(resp)
 	e.countRequest(ctx, resp.StatusCode)

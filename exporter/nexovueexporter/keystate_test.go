@@ -3,6 +3,8 @@ package nexovueexporter
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +223,36 @@ func TestAdmitBooksAgainWhenTheGateClosesDuringPacing(t *testing.T) {
 	defer s.mu.Unlock()
 	require.NotEmpty(t, s.sent)
 	assert.False(t, s.sent[len(s.sent)-1].at.Before(until), "booked again after the gate")
+}
+
+// roundTripFunc is an http.RoundTripper from a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestGateTransportClosesOnTheAnswerAndHoldsBackTheNext(t *testing.T) {
+	s := acquireKeyState("https://gate.test", testKey, 0)
+	defer s.release()
+	calls := 0
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		calls++
+		h := http.Header{}
+		h.Set("Retry-After", "30")
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody}, nil
+	})
+	gt := &gateTransport{base: base, state: s}
+	req := func() *http.Request {
+		r, err := http.NewRequest(http.MethodPost, "https://gate.test/v1development/profiles", strings.NewReader("x"))
+		require.NoError(t, err)
+		return r
+	}
+
+	resp, err := gt.RoundTrip(req())
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Greater(t, s.gateWait(), 29*time.Second, "closed from the header, before anyone reads the body")
+
+	_, err = gt.RoundTrip(req())
+	require.ErrorIs(t, err, errGateClosed)
+	assert.Equal(t, 1, calls, "the second request never reached the network")
 }
