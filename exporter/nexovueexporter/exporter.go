@@ -44,8 +44,9 @@ const (
 	collectorVersion = "0.161.0"
 )
 
-// halveFunc splits a request the ingest refused as too large into two
-// halves with compacted dictionaries; ok is false when it cannot be split.
+// halveFunc splits a request (refused as too large, or over the pacing
+// limit) into two halves with compacted dictionaries; ok is false when it
+// cannot be split.
 type halveFunc func(pprofile.Profiles) (first, second pprofile.Profiles, ok bool)
 
 type nexovueExporter struct {
