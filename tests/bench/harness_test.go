@@ -52,7 +52,7 @@ type params struct {
 }
 
 var fullParams = params{
-	overheadPairs: 6, workTime: 3 * time.Second, settle: 3 * time.Second,
+	overheadPairs: 8, workTime: 2500 * time.Millisecond, settle: 5 * time.Second,
 	agentReps: 3, agentWarmup: 8 * time.Second, agentWindow: 30 * time.Second, busyProcs: 20, busyDuty: 0.04,
 	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
 	splitReps:  3,
