@@ -47,8 +47,7 @@ type params struct {
 	// splitting
 	splitReps int // per variant
 	// micro-benchmarks
-	microCount     int
-	microBenchtime string
+	microCount int
 }
 
 var fullParams = params{
@@ -56,7 +55,7 @@ var fullParams = params{
 	agentReps: 3, agentWarmup: 8 * time.Second, agentWindow: 30 * time.Second, busyProcs: 20, busyDuty: 0.04,
 	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
 	splitReps:  3,
-	microCount: 5, microBenchtime: "200ms",
+	microCount: 5,
 }
 
 var quickParams = params{
@@ -64,7 +63,7 @@ var quickParams = params{
 	agentReps: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
 	gatewayReps: 1, gatewayWarmup: time.Second, gatewayWindow: 3 * time.Second,
 	splitReps:  1,
-	microCount: 2, microBenchtime: "1x",
+	microCount: 2,
 }
 
 // harness is what every section shares.
@@ -154,12 +153,11 @@ func (h *harness) commands() []string {
 	if len(args) > 0 {
 		run += " " + strings.Join(args, " ")
 	}
-	return []string{
+	return append([]string{
 		"make bench   # = make build, then:",
 		run,
 		"# micro-benchmarks, run by the harness:",
-		h.microCommand(),
-	}
+	}, h.microCommands()...)
 }
 
 // fail records why a section is incomplete and stops it.

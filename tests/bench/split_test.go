@@ -5,9 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -84,97 +82,4 @@ func (h *harness) split(t *testing.T, s *Section) {
 	tab.Rows = append(tab.Rows, []string{"**split / unsplit**", "", "**" + WithSpread(timeRatio, "×") + "**", WithSpread(cpuRatio, "×"), "**" + WithSpread(peakRatio, "×") + "**", "", ""})
 	s.Tables = append(s.Tables, tab)
 	s.Text = append(s.Text, "The splitter alone, in process, is in section 5 (internal/profilesplit: BenchmarkSplitOwned5MFrames is what frame_limit runs).")
-}
-
-// microPackages are the packages whose `go test -bench` results the report
-// collects: the processors, the exporter, the pprof conversion and the
-// frame splitter.
-var microPackages = []string{
-	"./processor/servicenameprocessor",
-	"./processor/framelimitprocessor",
-	"./exporter/nexovueexporter",
-	"./receiver/pprofreceiver/...",
-	"./internal/profilesplit",
-}
-
-func (h *harness) microArgs() []string {
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem",
-		"-count", fmt.Sprint(h.p.microCount), "-benchtime", h.p.microBenchtime}
-	return append(args, microPackages...)
-}
-
-func (h *harness) microCommand() string {
-	args := h.microArgs()
-	for i, a := range args {
-		if strings.ContainsAny(a, "^$.") && !strings.HasPrefix(a, "./") {
-			args[i] = "'" + a + "'"
-		}
-	}
-	return "go " + strings.Join(args, " ")
-}
-
-// micro runs the components' Go benchmarks and reports the median of each
-// metric over the repetitions.
-func (h *harness) micro(t *testing.T, s *Section) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", h.microArgs()...)
-	cmd.Dir = h.root
-	out, runErr := cmd.CombinedOutput()
-	res, err := ParseGoBench(out)
-	if err != nil {
-		fail(t, s, "reading the benchmark output: %v", err)
-	}
-	if runErr != nil {
-		s.Err = fmt.Sprintf("`%s` failed (%v); the results it printed are below. Its last lines:\n\n```\n%s\n```", h.microCommand(), runErr, LastLines(string(out), 15))
-	}
-	s.Text = append(s.Text, fmt.Sprintf("`%s`, from the repository root. Each cell is the median of the %d repetitions with the spread (± the largest distance from the median, in percent), benchstat-style.", h.microCommand(), h.p.microCount))
-	sums := SummarizeGoBench(res)
-	seen := map[string]bool{}
-	var pkgs []string
-	for _, b := range sums {
-		if !seen[b.Pkg] {
-			seen[b.Pkg] = true
-			pkgs = append(pkgs, b.Pkg)
-		}
-	}
-	for _, pkg := range pkgs {
-		tab := Table{Caption: "`" + pkg + "`", Header: []string{"benchmark", "n", "time/op", "B/op", "allocs/op", "other metrics"}}
-		for _, b := range sums {
-			if b.Pkg != pkg {
-				continue
-			}
-			cell := func(u string) string {
-				if m, ok := b.Metrics[u]; ok {
-					return Cell(m, "")
-				}
-				return ""
-			}
-			var other []string
-			for _, u := range b.Units {
-				if u != "ns/op" && u != "B/op" && u != "allocs/op" {
-					other = append(other, Cell(b.Metrics[u], u))
-				}
-			}
-			tab.Rows = append(tab.Rows, []string{strings.TrimPrefix(b.Name, "Benchmark"), fmt.Sprint(b.Metrics["ns/op"].N),
-				NsCell(b.Metrics["ns/op"]), cell("B/op"), cell("allocs/op"), strings.Join(other, "; ")})
-		}
-		s.Tables = append(s.Tables, tab)
-	}
-	var none []string
-	for _, p := range microPackages {
-		name := strings.TrimSuffix(strings.TrimPrefix(p, "./"), "/...")
-		found := false
-		for _, pkg := range pkgs {
-			if strings.Contains(pkg, "/"+name) {
-				found = true
-			}
-		}
-		if !found {
-			none = append(none, "`"+name+"`")
-		}
-	}
-	if len(none) > 0 {
-		s.Text = append(s.Text, "No benchmark results from "+strings.Join(none, ", ")+" in this run.")
-	}
 }
