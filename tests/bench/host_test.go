@@ -182,7 +182,7 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 			"the same work runs without and with the shipped agent (`distributions/otelcol-nexovue/agent.yaml`: eBPF receiver at 19 Hz → memory_limiter → service_name → frame_limit → nexovue, exporting to the in-process ingest double), "+
 			"in %d adjacent pairs whose order alternates (without/with, with/without, ...); the agent is started (and left %s to finish its start-up scan) and stopped between runs. "+
 			"Slowdown = median over the pairs of (wall time with) / (wall time without) − 1; the goal is judged on it. "+
-			"The workload also reports the CPU time it used (getrusage), which leaves out the time it waited for a CPU: on a shared machine its ratio is the steadier one. "+
+			"The workload also reports the CPU time it used (getrusage): it leaves out any time the workload waited for a CPU, so where the two ratios differ, the machine's other work preempted it. "+
 			"The double received %s samples of the workload's service during the runs with the agent.",
 		Num(float64(rounds)), p.workTime, p.overheadPairs, p.settle, Num(float64(profiled))))
 	tab := Table{Header: []string{"pair", "wall without agent (s)", "wall with agent (s)", "wall with / without", "CPU without (s)", "CPU with (s)", "CPU with / without"}}
