@@ -14,6 +14,8 @@ DIST_VERSION ?= $(or $(shell sed -n 's/^  version:[[:space:]]*//p' builder-confi
 DIST_REVISION ?= $(or $(shell git rev-parse --short HEAD 2>/dev/null),unknown)
 
 # ---- container image ----
+# The image is FROM scratch: it needs the static binary (CGO_ENABLED=0) that
+# make build produces, which image-only checks.
 IMAGE ?= ghcr.io/nexovue/otelcol-nexovue
 IMAGE_TAG ?= $(DIST_VERSION)
 IMAGE_LICENSE ?= Apache-2.0
@@ -32,6 +34,8 @@ image: build
 image-only:
 	@test -x $(BINARY) || { echo "$(BINARY) is missing: run make build" >&2; exit 1; }
 	@test -r $(CA_BUNDLE) || { echo "$(CA_BUNDLE) is missing: install ca-certificates or set CA_BUNDLE" >&2; exit 1; }
+	@$(or $(GO),go) version -m $(BINARY) | grep -q 'CGO_ENABLED=0' || \
+		{ echo "$(BINARY) was not built with CGO_ENABLED=0: a FROM scratch image needs a static binary" >&2; exit 1; }
 	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)/var/lib/otelcol
 	cp $(BINARY) $(IMAGE_CONTEXT)/otelcol-nexovue
 	cp $(CA_BUNDLE) $(IMAGE_CONTEXT)/ca-certificates.crt
