@@ -19,17 +19,23 @@ import (
 // checks each archive: one folder with the binary (executable, identical to
 // the build's), pprof.yaml as shipped, and the platform's README.
 func TestDistArchives(t *testing.T) {
+	// $OTELCOL_NEXOVUE_BUILD_DIR, else _build: where make crossbuild puts
+	// <os>-<arch>/otelcol-nexovue[.exe].
+	buildDir := os.Getenv("OTELCOL_NEXOVUE_BUILD_DIR")
+	if buildDir == "" {
+		buildDir = repoPath(t, "_build")
+	}
 	for _, d := range []string{"darwin-amd64", "darwin-arm64", "windows-amd64"} {
 		exe := "otelcol-nexovue"
 		if strings.HasPrefix(d, "windows") {
 			exe += ".exe"
 		}
-		builtFile(t, "", "_build/"+d+"/"+exe, "crossbuild")
+		builtFile(t, "", filepath.Join(buildDir, d, exe), "crossbuild")
 	}
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-f", "distributions/dist.mk", "dist-only", "DIST_OUT="+out, "BUILD_DIR="+repoPath(t, "_build"))
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-f", "distributions/dist.mk", "dist-only", "DIST_OUT="+out, "BUILD_DIR="+buildDir)
 	cmd.Dir = repoPath(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make dist-only: %v\n%s", err, b)
@@ -54,7 +60,7 @@ func TestDistArchives(t *testing.T) {
 			if !slices.Equal(names, want) {
 				t.Fatalf("%s holds %v, want %v", path, names, want)
 			}
-			bin := mustRead(t, repoPath(t, "_build", tc.os+"-"+tc.arch, tc.exe))
+			bin := mustRead(t, filepath.Join(buildDir, tc.os+"-"+tc.arch, tc.exe))
 			if got := files[dir+"/"+tc.exe]; got.mode&0o111 == 0 || string(got.data) != string(bin) {
 				t.Errorf("%s: the binary is not the cross-built one, or not executable (mode %o)", path, got.mode)
 			}

@@ -12,13 +12,16 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// builtFile returns $env, else def below the repository root, failing the
-// test with makeTarget when it is absent.
+// builtFile returns $env, else def (below the repository root if relative),
+// failing the test with makeTarget when it is absent.
 func builtFile(t *testing.T, env, def, makeTarget string) string {
 	t.Helper()
 	p := os.Getenv(env)
 	if p == "" {
-		p = repoPath(t, filepath.FromSlash(def))
+		p = filepath.FromSlash(def)
+		if !filepath.IsAbs(p) {
+			p = repoPath(t, p)
+		}
 	}
 	if st, err := os.Stat(p); err != nil || st.IsDir() {
 		hint := ""
