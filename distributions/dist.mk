@@ -22,8 +22,9 @@ IMAGE_LICENSE ?= Apache-2.0
 IMAGE_SOURCE ?= https://github.com/nexovue/otelcol-nexovue
 # podman (daemonless) if installed, else docker.
 CONTAINER_ENGINE ?= $(or $(shell command -v podman 2>/dev/null),$(shell command -v docker 2>/dev/null),podman)
-# FROM scratch pulls nothing and the build runs nothing, so it needs no network.
-IMAGE_BUILD_FLAGS ?= --network=none $(if $(findstring podman,$(notdir $(CONTAINER_ENGINE))),--pull=never)
+# FROM scratch pulls nothing and the build runs nothing, so it needs no network;
+# no intermediate images are kept.
+IMAGE_BUILD_FLAGS ?= --network=none $(if $(findstring podman,$(notdir $(CONTAINER_ENGINE))),--pull=never --layers=false)
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 IMAGE_CONTEXT := $(BUILD_DIR)/image
 
