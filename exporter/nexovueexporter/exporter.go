@@ -195,6 +195,11 @@ const (
 	tooLarge
 	permanent
 	retryable
+	// rejectedKey: the ingest refused the key (401, 403). The data is
+	// dropped and counted, and the exporter logs it itself at most once a
+	// minute; it returns no error, because the exporterhelper would log every
+	// one of them.
+	rejectedKey
 )
 
 // push sends pd. A request the ingest refuses as too large (413), or with
@@ -224,6 +229,8 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 		case permanent:
 			done = true
 			permErrs = append(permErrs, err)
+		case rejectedKey:
+			done = true
 		case tooLarge:
 			if first, second, ok := e.split(ctx, p); ok {
 				pending = append(pending, second, first)
@@ -313,6 +320,9 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 			e.state.cancel(w.booking)
 			continue
 		}
+		// The ingest counted the request, if at all, before it answered:
+		// its samples stay in the pacing window until a window after now.
+		e.state.answered(w.booking)
 		if err != nil {
 			e.countRequest(ctx, 0)
 			return retryable, fmt.Errorf("sending to %s: %w", e.url, e.redactErr(err))
@@ -345,7 +355,7 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 			e.logger.Error("nexovue ingest rejected the ingest key: check NEXOVUE_KEY (the exporter's `key` setting); profiles are dropped until it is fixed",
 				zap.Int("status_code", code), zap.String("url", e.url), zap.String("message", msg), zap.Int("dropped_samples", n))
 		}
-		return permanent, fmt.Errorf("nexovue ingest rejected the ingest key (HTTP %d); check NEXOVUE_KEY", code)
+		return rejectedKey, nil
 	case code == http.StatusBadRequest:
 		e.drop(ctx, n, "bad_request")
 		e.logger.Error("nexovue ingest refused the request (HTTP 400)",

@@ -102,7 +102,11 @@ func TestFullSuccessBodyLogsNothing(t *testing.T) {
 	assert.Zero(t, h.logs.FilterMessageSnippet("partially").Len())
 }
 
-func TestRejectedKeyIsPermanentAndLoggedOnceAMinute(t *testing.T) {
+// TestRejectedKeyIsDroppedAndLoggedOnceAMinute: a rejected key drops the
+// data (counted), is not retried, and is logged by the exporter at most once
+// a minute. The export returns no error: the exporterhelper would log each
+// failed export again, defeating the once-a-minute rule.
+func TestRejectedKeyIsDroppedAndLoggedOnceAMinute(t *testing.T) {
 	for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			ing := newFakeIngest(t, func(int, *received) reply { return answer(code) })
@@ -111,11 +115,9 @@ func TestRejectedKeyIsPermanentAndLoggedOnceAMinute(t *testing.T) {
 			h.inner.state.now = func() time.Time { return clock }
 
 			for range 3 {
-				err := h.exp.ConsumeProfiles(context.Background(), batch(20, 5))
-				require.Error(t, err)
-				assert.True(t, consumererror.IsPermanent(err))
-				assert.Contains(t, err.Error(), "NEXOVUE_KEY")
+				require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
 			}
+			assert.Equal(t, 1, h.logs.FilterLevelExact(zapcore.ErrorLevel).Len(), "one error line in all")
 			assert.Len(t, ing.requests(), 3, "permanent: no retries")
 			rejected := h.logs.FilterMessageSnippet("rejected the ingest key")
 			require.Equal(t, 1, rejected.Len())
@@ -126,7 +128,7 @@ func TestRejectedKeyIsPermanentAndLoggedOnceAMinute(t *testing.T) {
 			assert.Equal(t, int64(3), h.intSum(t, mRequests, attribute.Int("status_code", code)))
 
 			clock = clock.Add(61 * time.Second)
-			require.Error(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
+			require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
 			assert.Equal(t, 2, h.logs.FilterMessageSnippet("rejected the ingest key").Len())
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,8 +173,9 @@ func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
 	t.Run("pacing, context cancelled", func(t *testing.T) {
 		s := acquireKeyState("https://admit.test/cancel", testKey, 10)
 		defer s.release()
-		_, err := s.admit(context.Background(), nil, 10) // fills the window
+		first, err := s.admit(context.Background(), nil, 10) // fills the window
 		require.NoError(t, err)
+		s.answered(first.booking)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		w, err := s.admit(ctx, nil, 10)
@@ -195,11 +197,37 @@ func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
 	})
 }
 
+// TestAdmitWaitsForTheAnswerOfARequestInFlight: a request that left is
+// counted by the ingest until it answers, so it holds its samples in the
+// window until a window after its answer.
+func TestAdmitWaitsForTheAnswerOfARequestInFlight(t *testing.T) {
+	s := acquireKeyState("https://admit.test/inflight", testKey, 10)
+	defer s.release()
+	first, err := s.admit(context.Background(), nil, 10)
+	require.NoError(t, err)
+	done := make(chan time.Time, 1)
+	go func() {
+		_, err := s.admit(context.Background(), nil, 5)
+		assert.NoError(t, err)
+		done <- time.Now()
+	}()
+	select {
+	case <-done:
+		t.Fatal("left while the window was full of a request in flight")
+	case <-time.After(paceWindow + 300*time.Millisecond):
+	}
+	answeredAt := time.Now()
+	s.answered(first.booking)
+	left := <-done
+	assert.False(t, left.Before(answeredAt.Add(paceWindow)), "left a window after the answer")
+}
+
 func TestAdmitBooksAgainWhenTheGateClosesDuringPacing(t *testing.T) {
 	s := acquireKeyState("https://admit.test/rebook", testKey, 10)
 	defer s.release()
-	_, err := s.admit(context.Background(), nil, 10) // fills the window
+	first, err := s.admit(context.Background(), nil, 10) // fills the window
 	require.NoError(t, err)
+	s.answered(first.booking)
 
 	done := make(chan waits, 1)
 	go func() {
@@ -255,4 +283,64 @@ func TestGateTransportClosesOnTheAnswerAndHoldsBackTheNext(t *testing.T) {
 	_, err = gt.RoundTrip(req())
 	require.ErrorIs(t, err, errGateClosed)
 	assert.Equal(t, 1, calls, "the second request never reached the network")
+}
+
+// TestPacingHoldsWhileTheIngestIsSlowToAnswer: the ingest counts a request
+// at some moment between the moment it left and its answer, and answers
+// after a varying delay. Four consumers send back to back; every one-second
+// window of what the ingest counted stays within the limit.
+func TestPacingHoldsWhileTheIngestIsSlowToAnswer(t *testing.T) {
+	const limit = 1000
+	s, clock := newPacedState(t, limit)
+	rng := rand.New(rand.NewPCG(3, 4))
+
+	type event struct {
+		at       time.Time
+		consumer int
+		answer   uint64 // a booking whose answer arrives; 0: the consumer tries to send
+	}
+	type consumer struct {
+		id uint64
+		n  int
+	}
+	consumers := make([]consumer, 4)
+	var events []event
+	for c := range consumers {
+		consumers[c].n = 20 + rng.IntN(381)
+		events = append(events, event{at: clock.t, consumer: c})
+	}
+	var counted []leave
+	for sent := 0; sent < 300 && len(events) > 0; {
+		next := 0
+		for i, ev := range events {
+			if ev.at.Before(events[next].at) {
+				next = i
+			}
+		}
+		ev := events[next]
+		events = append(events[:next], events[next+1:]...)
+		clock.t = ev.at
+		c := &consumers[ev.consumer]
+		if ev.answer != 0 {
+			s.answered(ev.answer)
+			c.id, c.n = 0, 20+rng.IntN(381)
+			events = append(events, event{at: clock.t.Add(time.Millisecond), consumer: ev.consumer})
+			continue
+		}
+		id, wait := s.rebook(c.id, c.n)
+		c.id = id
+		if wait > 0 {
+			events = append(events, event{at: clock.t.Add(wait), consumer: ev.consumer})
+			continue
+		}
+		s.depart(id)
+		sent++
+		latency := time.Duration(rng.Int64N(int64(900 * time.Millisecond)))
+		countedAt := clock.t.Add(time.Duration(rng.Float64() * float64(latency)))
+		counted = append(counted, leave{at: countedAt, samples: c.n})
+		events = append(events, event{at: clock.t.Add(latency), consumer: ev.consumer, answer: id})
+	}
+	require.Len(t, counted, 300)
+	slices.SortFunc(counted, func(a, b leave) int { return a.at.Compare(b.at) })
+	assert.LessOrEqual(t, maxInWindow(counted, time.Second), limit, "samples the ingest counted in a one-second window")
 }

@@ -56,6 +56,10 @@ func TestKeyNeverLeaks(t *testing.T) {
 	errs = append(errs, h2.exp.ConsumeProfiles(context.Background(), batch(1, 42)))
 
 	for i, err := range errs[1:] {
+		if code := answers[(i+1)%len(answers)].status; code == http.StatusUnauthorized || code == http.StatusForbidden {
+			require.NoError(t, err, "a rejected key is dropped, counted and logged by the exporter")
+			continue
+		}
 		require.Error(t, err, "answer %d", i+1)
 		assert.NotContains(t, err.Error(), testKey)
 	}
