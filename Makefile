@@ -15,6 +15,8 @@ TOOLS_DIR := $(CURDIR)/.tools
 MDATAGEN := $(TOOLS_DIR)/mdatagen
 OCB := $(TOOLS_DIR)/ocb
 CROSS_TARGETS := linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+# Tools installed into .tools (ocb, mdatagen, kustomize where kubectl is absent).
+export PATH := $(TOOLS_DIR):$(PATH)
 LDFLAGS := -s -w
 
 .PHONY: all

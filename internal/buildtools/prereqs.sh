@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Prepares a fresh Linux machine for `make test` (and `make run`): it mounts
-# tracefs, which the eBPF profiler needs, and installs podman and runc from
-# the distribution's packages for the container test. Idempotent.
+# tracefs, which the eBPF profiler needs, and installs from the distribution's
+# packages what the tests use: podman and runc (container test), wine and the
+# mingw-w64 binutils (the Windows binary's `validate` under Wine), zip (the
+# Windows archive), kubectl when absent (kustomize rendering; Debian ships
+# none, so the manifests test can also use a kustomize on PATH). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -12,12 +15,27 @@ if [ ! -e /sys/kernel/tracing/events ]; then
 	mount -t tracefs none /sys/kernel/tracing
 	echo "prereqs: mounted tracefs at /sys/kernel/tracing"
 fi
-missing=()
-for cmd in podman runc; do
-	command -v "$cmd" >/dev/null || missing+=("$cmd")
+# command -> Debian package(s)
+declare -A need=(
+	[podman]=podman
+	[runc]=runc
+	[wine]="wine wine64"
+	[wineserver]="wine wine64"
+	[x86_64-w64-mingw32-as]=binutils-mingw-w64-x86-64
+	[zip]=zip
+)
+pkgs=()
+for cmd in "${!need[@]}"; do
+	command -v "$cmd" >/dev/null || pkgs+=(${need[$cmd]})
 done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "prereqs: installing ${missing[*]}"
+[ -r /etc/ssl/certs/ca-certificates.crt ] || pkgs+=(ca-certificates)
+if [ ${#pkgs[@]} -gt 0 ]; then
+	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
+	echo "prereqs: installing ${pkgs[*]}"
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+if ! command -v kubectl >/dev/null && ! command -v kustomize >/dev/null; then
+	echo "prereqs: installing kustomize (no kubectl on this machine)"
+	GOBIN="$(cd "$(dirname "$0")/../.." && pwd)/.tools" go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0
 fi
