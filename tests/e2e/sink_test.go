@@ -1,12 +1,11 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // sink is what a file exporter (JSON lines) next to the nexovue exporter
@@ -24,27 +23,7 @@ type sink struct {
 // line still being written is skipped.
 func readSink(path string) (sink, error) {
 	s := sink{attrs: map[string]map[string]string{}, functions: map[string]map[string]map[string]int{}}
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
-		if err != nil {
-			continue
-		}
-		s.add(pd)
-	}
-	return s, sc.Err()
+	return s, testenv.ReadProfileLines(path, s.add)
 }
 
 func (s sink) add(pd pprofile.Profiles) {

@@ -3,8 +3,6 @@
 package smoke
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,49 +97,28 @@ type sinkSummary struct {
 // summarize reads the file exporter's JSON lines.
 func summarize(path, exe, hot string) (sinkSummary, error) {
 	s := sinkSummary{executables: map[string]bool{}}
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
-		if err != nil {
-			// The exporter may be writing the last line right now.
-			continue
-		}
+	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		dict := pd.Dictionary()
-		for i := 0; i < pd.ResourceProfiles().Len(); i++ {
-			rp := pd.ResourceProfiles().At(i)
+		for _, rp := range pd.ResourceProfiles().All() {
 			name, _ := rp.Resource().Attributes().Get("process.executable.name")
 			s.executables[name.Str()] = true
-			for j := 0; j < rp.ScopeProfiles().Len(); j++ {
-				profiles := rp.ScopeProfiles().At(j).Profiles()
-				for k := 0; k < profiles.Len(); k++ {
-					samples := profiles.At(k).Samples()
-					s.samples += samples.Len()
+			for _, sp := range rp.ScopeProfiles().All() {
+				for _, profile := range sp.Profiles().All() {
+					s.samples += profile.Samples().Len()
 					if name.Str() != exe {
 						continue
 					}
-					for l := 0; l < samples.Len(); l++ {
+					for _, sample := range profile.Samples().All() {
 						s.exeSamples++
-						if stackHas(dict, samples.At(l).StackIndex(), hot) {
+						if stackHas(dict, sample.StackIndex(), hot) {
 							s.hotSamples++
 						}
 					}
 				}
 			}
 		}
-	}
-	return s, sc.Err()
+	})
+	return s, err
 }
 
 func stackHas(dict pprofile.ProfilesDictionary, stack int32, function string) bool {

@@ -3,6 +3,7 @@
 package testenv // import "github.com/nexovue/otelcol-nexovue/tests/testenv"
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
 // FeatureGate is the flag every profiles pipeline needs.
@@ -79,7 +82,7 @@ func BuildGo(t testing.TB, dir, name string) string {
 // Process is a program started by a test; it is stopped when the test ends.
 type Process struct {
 	Cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -92,7 +95,7 @@ func Start(t testing.TB, env []string, name string, args ...string) *Process {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Process{Cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{Cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -225,19 +228,47 @@ func tail(s string, lines int) string {
 	return strings.Join(parts, "\n")
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that a program's output and a test may use at once.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ReadProfileLines calls each for every request in the JSON lines the file
+// exporter wrote to path. A missing file holds nothing; a line the exporter
+// is still writing is skipped.
+func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
+		if err != nil {
+			continue
+		}
+		each(pd)
+	}
+	return sc.Err()
 }

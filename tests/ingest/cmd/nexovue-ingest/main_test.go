@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// syncBuffer is a bytes.Buffer safe for the program and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor polls out until re matches, returning the submatches.
-func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
+func waitFor(t *testing.T, out *testenv.SyncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
 	var m []string
 	require.Eventually(t, func() bool {
@@ -65,7 +47,7 @@ func post(t *testing.T, url, key string, b *ingest.RequestBuilder) int {
 func TestRunPrintsTopTable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-key", "secret-1, secret-2", "-print-top", "100ms", "-top-services", "2", "-top-functions", "1"}, out)
@@ -107,7 +89,7 @@ func TestRunPrintsTopTable(t *testing.T) {
 func TestRunWithoutKeyAcceptsAnyKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-print-top", "0"}, out) }()
 	m := waitFor(t, out, regexp.MustCompile(`profiles: (\S+), stats`))
