@@ -234,18 +234,21 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			"cpu": (cpu1 - cpu0).Seconds() / mins,
 			"rss": float64(peak),
 			"smp": float64(c1.samples-c0.samples) / mins,
+			// The host's other work changes how much there is to profile:
+			// CPU per sample received puts the two pipelines on one footing.
+			"cpu/ksmp": 1e6 * (cpu1 - cpu0).Seconds() / max(float64(c1.samples-c0.samples), 1),
 		})
 	}
-	cpuRatio, rssRatio := runs.Ratio("cpu"), runs.Ratio("rss")
+	cpuRatio, rssRatio, perSampleRatio := runs.Ratio("cpu"), runs.Ratio("rss"), runs.Ratio("cpu/ksmp")
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The agent profiles this whole host at 19 Hz while %d busy processes run (benchload busy: each busy %s%% of every 100 ms in a call chain of its own depth, half of them with OTEL_SERVICE_NAME set). "+
 			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry). "+
 			"Each run starts a fresh agent, waits %s, then reads the collector's utime+stime (/proc/<pid>/stat) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
 			"Runs alternate ours/plain in pairs (ours plain, plain ours, ...); the ratios are per pair. Both export to the in-process ingest double; samples/min is what the double received in the window. "+
-			"Other processes on the host are profiled too, so the machine's other load counts in both pipelines alike.",
+			"Other processes on the host are profiled too, so the machine's other load changes what there is to profile from run to run; CPU per 1,000 samples received is shown beside the goal's figure for that reason (the goal is judged on CPU s per minute).",
 		p.busyProcs, Num(p.busyDuty*100), p.agentWarmup, p.agentWindow))
-	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "runs (CPU s/min)", "runs (peak RSS MiB)"}}
+	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "CPU ms per 1,000 samples", "runs (CPU s/min)", "runs (peak RSS MiB)"}}
 	for _, ours := range []bool{true, false} {
 		name := "plain (profiling → otlp_http)"
 		if ours {
@@ -255,11 +258,12 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			WithSpread(Summarize(runs.Of(ours, "cpu")), ""),
 			MiB(Median(runs.Of(ours, "rss"))),
 			Num(Median(runs.Of(ours, "smp"))),
+			WithSpread(Summarize(runs.Of(ours, "cpu/ksmp")), ""),
 			Reps(runs.Of(ours, "cpu"), Num),
 			Reps(runs.Of(ours, "rss"), func(x float64) string { return Num(x / (1 << 20)) }),
 		})
 	}
-	tab.Rows = append(tab.Rows, []string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", "", ""})
+	tab.Rows = append(tab.Rows, []string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), "", ""})
 	s.Tables = append(s.Tables, tab)
 	s.Goals = append(s.Goals,
 		Goal{Name: "2. agent CPU, ours / plain", Goal: "≤ 1.10×", Measured: Num(cpuRatio.Median) + "×", Holds: cpuRatio.Median <= 1.10,
