@@ -82,6 +82,7 @@ SYSTEM_TESTS := ./tests/smoke/ ./tests/e2e/ ./tests/container/
 .PHONY: test
 test: prereqs build crossbuild
 	$(GO) vet ./...
+	$(GO) vet -tags bench ./tests/bench/
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container)
 	$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)
 

@@ -2,7 +2,9 @@
 # Included by the top Makefile, which defines build and GO. It writes
 # BENCHMARKS.md at the repository root (BENCH_OUT); BENCH_ARGS passes harness
 # flags, e.g. BENCH_ARGS=-bench.quick (a tiny run whose figures mean nothing)
-# or BENCH_ARGS=-bench.only=gateway,split.
+# or BENCH_ARGS=-bench.only=gateway,split. The harness's files carry the
+# build tag `bench`, so `make test` compiles and vets them (go vet -tags bench)
+# without running them.
 BENCH_OUT ?= $(CURDIR)/BENCHMARKS.md
 BENCH_ARGS ?=
 # When make started (before the build), for the report's total time.
@@ -10,5 +12,5 @@ BENCH_MAKE_START := $(shell date +%s)
 
 .PHONY: bench
 bench: build
-	$(GO) test -run '^TestBench$$' -count=1 -timeout 30m -v ./tests/bench \
+	$(GO) test -tags bench -run '^TestBench$$' -count=1 -timeout 30m -v ./tests/bench \
 		-args -bench.run -bench.out=$(BENCH_OUT) -bench.make-start=$(BENCH_MAKE_START) $(BENCH_ARGS)

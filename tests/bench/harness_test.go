@@ -1,3 +1,5 @@
+//go:build bench
+
 package bench
 
 import (
@@ -14,10 +16,10 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// The harness runs only when asked with -bench.run (see bench.mk); in
-// `go test ./...` TestBench compiles and skips:
+// The harness's files carry the build tag `bench`: `go test ./...` leaves
+// them out (make test vets them with -tags bench), and make bench runs:
 //
-//	go test -run '^TestBench$' -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md
+//	go test -tags bench -run '^TestBench$' -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md
 var (
 	flagRun   = flag.Bool("bench.run", false, "run the benchmarks (several minutes) and write the report")
 	flagOut   = flag.String("bench.out", "", "write the report here (default: BENCHMARKS.md at the repository root)")
@@ -75,7 +77,7 @@ type harness struct {
 
 func TestBench(t *testing.T) {
 	if !*flagRun {
-		t.Skip("the benchmark harness runs with `make bench` (-bench.run)")
+		t.Fatal("the benchmark harness runs with `make bench` (-tags bench ... -args -bench.run)")
 	}
 	h := &harness{p: fullParams, root: testenv.RepoRoot(t)}
 	if *flagQuick {
@@ -152,7 +154,7 @@ func (h *harness) commands() []string {
 	if *flagOnly != "" {
 		args = append(args, "-bench.only="+*flagOnly)
 	}
-	run := "go test -run '^TestBench$' -count=1 -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md"
+	run := "go test -tags bench -run '^TestBench$' -count=1 -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md"
 	if len(args) > 0 {
 		run += " " + strings.Join(args, " ")
 	}

@@ -1,8 +1,8 @@
 // Package bench is the benchmark harness behind `make bench`: it measures the
 // built otelcol-nexovue against baselines measured in the same run and
-// writes BENCHMARKS.md. The measurements are Go tests that run only with the
-// flag -bench.run (harness_test.go), so `go test ./...` compiles them and
-// skips; this file and report.go hold the pure helpers (medians, ratios,
+// writes BENCHMARKS.md. The measurements are Go tests behind the build tag
+// `bench` that run only with the flag -bench.run (harness_test.go), so
+// `go test ./...` leaves them out; this file and report.go hold the pure helpers (medians, ratios,
 // /proc readings, `go test -bench` parsing, the Markdown report), which
 // stats_test.go tests.
 package bench // import "github.com/nexovue/otelcol-nexovue/tests/bench"

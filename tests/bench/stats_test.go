@@ -13,7 +13,7 @@ import (
 )
 
 // These test the harness's pure helpers; the measurements themselves run
-// only with -bench.run (make bench).
+// only with -tags bench and -bench.run (make bench).
 
 func TestMedian(t *testing.T) {
 	assert.True(t, math.IsNaN(Median(nil)))
