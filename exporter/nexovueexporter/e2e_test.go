@@ -22,10 +22,7 @@ import (
 func startIngest(t *testing.T, cfg ingest.Config) *ingest.Server {
 	t.Helper()
 	cfg.Keys = []string{testKey}
-	srv := ingest.New(cfg)
-	require.NoError(t, srv.Start())
-	t.Cleanup(srv.Close)
-	return srv
+	return ingest.StartForTest(t, cfg)
 }
 
 // seqBatch is a generated batch whose samples carry seq values

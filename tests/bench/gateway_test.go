@@ -219,7 +219,7 @@ func (h *harness) gateway(t *testing.T, s *Section) {
 	var refused int64
 	lastRefusal := ""
 	for _, ours := range ABBA(2 * p.gatewayReps) {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		procs := []string{}
 		if ours {
 			procs = []string{"service_name", "frame_limit"}

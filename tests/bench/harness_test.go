@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,17 +169,6 @@ func fail(t *testing.T, s *Section, format string, args ...any) {
 	t.Helper()
 	s.Err = fmt.Sprintf(format, args...)
 	t.Fatal(s.Err)
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // writeConfig writes a collector configuration into the test's folder.

@@ -29,14 +29,14 @@ const workloadService = "bench-workload"
 // the same receiver setting (19 Hz) and the same telemetry.
 func (h *harness) startAgent(t *testing.T, ours bool, sink *sink) *testenv.Process {
 	t.Helper()
-	metrics := freeAddr(t)
+	metrics := testenv.FreeAddr(t)
 	host, port, _ := strings.Cut(metrics, ":")
 	if ours {
 		env := []string{
 			"NEXOVUE_KEY=" + benchKey,
 			"NEXOVUE_ENDPOINT=" + sink.url,
 			"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
-			"NEXOVUE_HEALTH_ENDPOINT=" + freeAddr(t),
+			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_METRICS_HOST=" + host,
 			"NEXOVUE_METRICS_PORT=" + port,
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nexovue/otelcol-nexovue/internal/profilesplit/profilegen"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // splitBatch is the 5,000,000-frame batch of the splitting benchmark, the
@@ -36,7 +37,7 @@ func (h *harness) split(t *testing.T, s *Section) {
 		} else {
 			snk.SetLimits(0, 2*b.frames)
 		}
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		col := startGateway(t, addr, snk, procs, true)
 		time.Sleep(time.Second)
 		_, rss0 := collectorMemory(t, col)

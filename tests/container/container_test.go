@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,16 +64,6 @@ func run(t *testing.T, ctx context.Context, dir string, env []string, name strin
 		t.Fatalf("%s %s: %v\n%s\n%s", name, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // imageInfo is what the test reads from `podman image inspect`.
@@ -144,11 +133,7 @@ func TestContainerImageProfilesHost(t *testing.T) {
 // in place of --privileged; it asserts that the named host process's
 // profiles arrive.
 func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix string, grant []string) {
-	srv := ingest.New(ingest.Config{Keys: []string{ingestKey}})
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{ingestKey}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			st := srv.Stats()
@@ -164,7 +149,7 @@ func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix
 	// The memlock launcher (test-only: this sandbox withholds
 	// CAP_SYS_RESOURCE even from --privileged) is mounted and used as the
 	// entrypoint; the shipped image does not contain it.
-	health := freePort(t)
+	health := testenv.FreePort(t)
 	name := "otel-profiler-e2e-" + suffix
 	args := append([]string{"run", "-d", "--name", name}, grant...)
 	args = append(args, "--pid=host",
@@ -177,7 +162,7 @@ func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix
 		"-e", "NEXOVUE_ENDPOINT="+srv.URL(),
 		"-e", "NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:"+strconv.Itoa(health),
 		"-e", "NEXOVUE_METRICS_HOST=127.0.0.1",
-		"-e", "NEXOVUE_METRICS_PORT="+strconv.Itoa(freePort(t)),
+		"-e", "NEXOVUE_METRICS_PORT="+strconv.Itoa(testenv.FreePort(t)),
 		"--network=host",
 		"-v", launcher+":/memlock-launcher:ro", "--entrypoint", "/memlock-launcher",
 	)

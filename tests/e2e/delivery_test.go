@@ -20,7 +20,7 @@ const testKey = "nxk-e2e-delivery-key"
 func startPipeline(t *testing.T, o otlpPipeline) (*testenv.Process, *loadgen) {
 	t.Helper()
 	if o.Port == 0 {
-		o.Port = freePort(t)
+		o.Port = testenv.FreePort(t)
 	}
 	cfg := o.write(t, t.TempDir())
 	p := testenv.StartCollector(t, cfg, testenv.CollectorOptions{Env: collectorEnv(testKey)})
@@ -30,7 +30,7 @@ func startPipeline(t *testing.T, o otlpPipeline) (*testenv.Process, *loadgen) {
 // TestThrottlePacedBelowLimit: with rate_limit at the ingest's limit the
 // exporter's pacing alone keeps every request under it: no 429 at all.
 func TestThrottlePacedBelowLimit(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
 	var sent int64
 	figures(t, "throttle-paced", srv, &sent)
 	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: 2000})
@@ -52,7 +52,7 @@ func TestThrottlePacedBelowLimit(t *testing.T) {
 // leaves, not when it is answered, sends the next second's requests less
 // than a second (as the ingest counts) after the first ones: 429.
 func TestThrottlePacedSlowIngest(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
 	var sent int64
 	figures(t, "throttle-paced-slow-ingest", srv, &sent)
 	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: 2000})
@@ -77,7 +77,7 @@ func TestThrottlePacedSlowIngest(t *testing.T) {
 // on their way when a 429 is decided reach the double after it, and the
 // double cannot tell them from early retries (see the package report).
 func TestThrottle429PathLosesNothing(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: 2000, RetryAfter: 2 * time.Second})
 	var sent int64
 	figures(t, "throttle-429", srv, &sent)
 	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: 0, Consumers: 1})
@@ -95,7 +95,7 @@ func TestThrottle429PathLosesNothing(t *testing.T) {
 // TestFramesSplitBelowLimit sends one batch of 3,000,000 frames: frame_limit
 // (and the exporter) split it so that no request exceeds 1,000,000 frames.
 func TestFramesSplitBelowLimit(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "frames", srv, &sent)
 	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: ingest.DefaultSamplesPerSecond})
@@ -118,7 +118,7 @@ func TestFramesSplitBelowLimit(t *testing.T) {
 // TestOutageRecovers: the ingest drops connections, then answers 503, then
 // recovers; every seq arrives once.
 func TestOutageRecovers(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "outage", srv, &sent)
 	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: ingest.DefaultSamplesPerSecond})
@@ -148,11 +148,11 @@ func TestOutageRecovers(t *testing.T) {
 // queue on disk, accepts data and is killed with SIGKILL; started again on
 // the same storage, it delivers everything once the ingest is back.
 func TestRestartKeepsQueue(t *testing.T) {
-	port := freePort(t) // the ingest's, down for now
+	port := testenv.FreePort(t) // the ingest's, down for now
 	srv := ingest.New(ingest.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Keys: []string{testKey}})
 	var sent int64
 	figures(t, "restart", srv, &sent)
-	o := otlpPipeline{Port: freePort(t), Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), RateLimit: ingest.DefaultSamplesPerSecond, StorageDir: t.TempDir()}
+	o := otlpPipeline{Port: testenv.FreePort(t), Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), RateLimit: ingest.DefaultSamplesPerSecond, StorageDir: t.TempDir()}
 
 	first, lg := startPipeline(t, o)
 	sent = lg.send(t, 10, 500, 16)

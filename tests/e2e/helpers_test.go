@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,30 +30,12 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // writeFile writes content to dir/name and returns the path.
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	return path
-}
-
-// startDouble starts the ingest double, closed when the test ends.
-func startDouble(t *testing.T, cfg ingest.Config) *ingest.Server {
-	t.Helper()
-	srv := ingest.New(cfg)
-	require.NoError(t, srv.Start())
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // figures prints the test's one figures line when it ends, pass or fail.

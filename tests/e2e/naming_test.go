@@ -29,7 +29,7 @@ func TestNamingWithEBPF(t *testing.T) {
 		require.NoError(t, os.Unsetenv(v))
 	}
 	root := testenv.RepoRoot(t)
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "naming", srv, &sent)
 
@@ -59,9 +59,9 @@ service:
 		"NEXOVUE_ENDPOINT=" + srv.URL(),
 		"NEXOVUE_KEY=" + testKey,
 		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
-		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
 		"NEXOVUE_METRICS_HOST=127.0.0.1",
-		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", freePort(t)),
+		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
 	}
 	agent := filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")
 	testenv.StartCollector(t, agent, testenv.CollectorOptions{

@@ -88,7 +88,7 @@ service:
 // separate type whose hot function is the program's.
 func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, ingestURL, sink string) (string, []string)) {
 	root := testenv.RepoRoot(t)
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, name, srv, &sent)
 

@@ -19,7 +19,7 @@ import (
 // check NEXOVUE_KEY, sends each batch once (no retry loop), and never writes
 // the key.
 func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "bad-key", srv, &sent)
 
@@ -28,7 +28,7 @@ func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	wrongKey := "nxk-wrong-" + hex.EncodeToString(b)
 
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cfg := otlpPipeline{Port: port, Endpoint: srv.URL(), RateLimit: ingest.DefaultSamplesPerSecond}.write(t, t.TempDir())
 	p := testenv.StartCollector(t, cfg, testenv.CollectorOptions{Env: collectorEnv(wrongKey)})
 	lg := newLoadgen(port)
@@ -59,7 +59,7 @@ func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
 // profiles format it does not read); the log carries the ingest's message
 // and which format this build sends (Collector 0.161.0).
 func TestBadFormatLogged(t *testing.T) {
-	srv := startDouble(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "bad-format", srv, &sent)
 	const message = "invalid stack_table index 57 (table has 12 entries) at resource_profiles[0].scope_profiles[0].profiles[0].samples[3].stack_index"

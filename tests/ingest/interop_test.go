@@ -41,16 +41,8 @@ func newExporter(t *testing.T, srv *ingest.Server, key string, edit func(*otlpht
 	return exp
 }
 
-func startIngest(t *testing.T, cfg ingest.Config) *ingest.Server {
-	t.Helper()
-	srv := ingest.New(cfg)
-	require.NoError(t, srv.Start())
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 func TestOTLPHTTPExporterIsAccepted(t *testing.T) {
-	srv := startIngest(t, ingest.Config{Keys: []string{"k"}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{"k"}})
 	for _, tc := range []struct {
 		name string
 		edit func(*otlphttpexporter.Config)
@@ -74,7 +66,7 @@ func TestOTLPHTTPExporterIsAccepted(t *testing.T) {
 }
 
 func TestOTLPHTTPExporterReportsRefusals(t *testing.T) {
-	srv := startIngest(t, ingest.Config{Keys: []string{"k"}, MaxFrames: 5})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{"k"}, MaxFrames: 5})
 	good := ingest.NewRequestBuilder().Sample("a", "f", "g")
 
 	err := newExporter(t, srv, "wrong", nil).ConsumeProfiles(context.Background(), good.Profiles())
@@ -99,7 +91,7 @@ func TestOTLPHTTPExporterReportsRefusals(t *testing.T) {
 func TestOTLPHTTPExporterHonoursRetryAfter(t *testing.T) {
 	for _, httpDate := range []bool{false, true} {
 		t.Run(map[bool]string{false: "delay-seconds", true: "HTTP-date"}[httpDate], func(t *testing.T) {
-			srv := startIngest(t, ingest.Config{Keys: []string{"k"}, SamplesPerSecond: 10, RetryAfterHTTPDate: httpDate})
+			srv := ingest.StartForTest(t, ingest.Config{Keys: []string{"k"}, SamplesPerSecond: 10, RetryAfterHTTPDate: httpDate})
 			exp := newExporter(t, srv, "k", func(c *otlphttpexporter.Config) {
 				c.RetryConfig.Enabled = true
 				c.RetryConfig.InitialInterval = 10 * time.Millisecond

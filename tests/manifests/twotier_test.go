@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -11,49 +10,29 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// loopbackPort returns a port free on 127.0.0.1 now.
-func loopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func loopbackAddr(t *testing.T) string {
-	t.Helper()
-	return "127.0.0.1:" + strconv.Itoa(loopbackPort(t))
-}
-
 // TestTwoTierTopology runs the shipped gateway.yaml and agent-to-gateway.yaml
 // as they are, on loopback: the agent profiles this host and exports OTLP to
 // the gateway, which alone holds the key and sends to the ingest double.
 func TestTwoTierTopology(t *testing.T) {
 	const service = "two-tier-check"
 	const key = "two-tier-test-key"
-	srv := ingest.New(ingest.Config{Keys: []string{key}})
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})
 
 	dir := repoPath(t, "distributions", "otelcol-nexovue")
-	grpc := loopbackAddr(t)
+	grpc := testenv.FreeAddr(t)
 	own := func() []string { // what each collector needs of its own on one host
 		return []string{
 			"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
-			"NEXOVUE_HEALTH_ENDPOINT=" + loopbackAddr(t),
+			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_METRICS_HOST=127.0.0.1",
-			"NEXOVUE_METRICS_PORT=" + strconv.Itoa(loopbackPort(t)),
+			"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
 		}
 	}
 	testenv.StartCollector(t, dir+"/gateway.yaml", testenv.CollectorOptions{Env: append(own(),
 		"NEXOVUE_KEY="+key,
 		"NEXOVUE_ENDPOINT="+srv.URL(),
 		"NEXOVUE_OTLP_GRPC_ENDPOINT="+grpc,
-		"NEXOVUE_OTLP_HTTP_ENDPOINT="+loopbackAddr(t),
+		"NEXOVUE_OTLP_HTTP_ENDPOINT="+testenv.FreeAddr(t),
 	)})
 
 	burner := testenv.BuildGo(t, repoPath(t, "tests", "container", "testdata", "cpuburner"), "cpuburner")

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -271,4 +273,30 @@ func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
 		each(pd)
 	}
 	return sc.Err()
+}
+
+// FreeAddr returns a loopback address (127.0.0.1:port) whose port was free a
+// moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free loopback port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// FreePort is FreeAddr's port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(FreeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
