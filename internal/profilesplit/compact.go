@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // remap maps the indices of one source dictionary table to the indices of
@@ -109,13 +111,7 @@ func (c *compactor) begin(dst pprofile.ProfilesDictionary) error {
 	}
 	// Place all index 0 entries first: copying a (non-zero, invalid) source
 	// entry 0 may pull in other entries, which must land after index 0.
-	dst.StringTable().Append("")
-	dst.AttributeTable().AppendEmpty()
-	dst.FunctionTable().AppendEmpty()
-	dst.MappingTable().AppendEmpty()
-	dst.LocationTable().AppendEmpty()
-	dst.StackTable().AppendEmpty()
-	dst.LinkTable().AppendEmpty()
+	profiledict.AppendZeroEntries(dst)
 	for _, r := range []*remap{&c.strings, &c.attrs, &c.funcs, &c.mappings, &c.locations, &c.stacks, &c.links} {
 		r.from = append(r.from, 0)
 	}

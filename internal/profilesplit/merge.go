@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // Merge returns one request holding the resources of every part, in order
@@ -25,13 +27,7 @@ func Merge(parts ...pprofile.Profiles) (pprofile.Profiles, error) {
 	var c compactor
 	c.dst = out.Dictionary()
 	c.strIndex = map[string]int32{"": 0}
-	c.dst.StringTable().Append("")
-	c.dst.AttributeTable().AppendEmpty()
-	c.dst.FunctionTable().AppendEmpty()
-	c.dst.MappingTable().AppendEmpty()
-	c.dst.LocationTable().AppendEmpty()
-	c.dst.StackTable().AppendEmpty()
-	c.dst.LinkTable().AppendEmpty()
+	profiledict.AppendZeroEntries(c.dst)
 	for n, part := range parts {
 		part, err := resolveAttributeRefs(part)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // RequestBuilder builds well-formed profiles requests for tests: one
@@ -47,14 +49,8 @@ func NewRequestBuilder() *RequestBuilder {
 		resources:  map[string]pprofile.ScopeProfiles{},
 		profiles:   map[string]map[SampleType]pprofile.Profile{},
 	}
-	d := b.pd.Dictionary()
-	b.str("")
-	d.AttributeTable().AppendEmpty()
-	d.StackTable().AppendEmpty()
-	d.LocationTable().AppendEmpty()
-	d.FunctionTable().AppendEmpty()
-	d.MappingTable().AppendEmpty()
-	d.LinkTable().AppendEmpty()
+	profiledict.AppendZeroEntries(b.pd.Dictionary())
+	b.strs[""] = 0
 	return b
 }
 

@@ -17,6 +17,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // Config describes a batch. Zero fields take the documented defaults.
@@ -110,13 +112,8 @@ func newGen(cfg Config) *gen {
 		attrs:   map[attrKey]int32{},
 	}
 	// Every table starts with its zero value.
-	g.str("")
-	g.dict.AttributeTable().AppendEmpty()
-	g.dict.FunctionTable().AppendEmpty()
-	g.dict.MappingTable().AppendEmpty()
-	g.dict.LocationTable().AppendEmpty()
-	g.dict.StackTable().AppendEmpty()
-	g.dict.LinkTable().AppendEmpty()
+	profiledict.AppendZeroEntries(g.dict)
+	g.strings[""] = 0
 	return g
 }
 

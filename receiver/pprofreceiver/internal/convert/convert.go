@@ -21,6 +21,8 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // Attribute keys used for pprof fields that the OTLP model has no field for.
@@ -141,14 +143,8 @@ func NewBuilder(dict pprofile.ProfilesDictionary) *Builder {
 		stacks:    map[string]int32{},
 		attrs:     map[attrKey]int32{},
 	}
-	dict.StringTable().Append("")
+	profiledict.AppendZeroEntries(dict)
 	b.strs[""] = 0
-	dict.MappingTable().AppendEmpty()
-	dict.LocationTable().AppendEmpty()
-	dict.FunctionTable().AppendEmpty()
-	dict.LinkTable().AppendEmpty()
-	dict.AttributeTable().AppendEmpty()
-	dict.StackTable().AppendEmpty()
 	b.stacks[""] = 0
 	return b
 }
