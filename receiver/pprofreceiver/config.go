@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,6 +18,17 @@ import (
 const (
 	defaultCollectionInterval = 30 * time.Second
 	defaultMaxBodySize        = 64 << 20 // 64 MiB
+
+	// minCollectionInterval and maxCollectionInterval bound
+	// collection_interval: a scrape every few milliseconds would hammer the
+	// target (writing a heap or mutex profile walks all its records), and an
+	// interval over a day makes windows nobody reads.
+	minCollectionInterval = time.Second
+	maxCollectionInterval = 24 * time.Hour
+
+	// goDefaultCPUSeconds is how long Go's /debug/pprof/profile (and
+	// /debug/pprof/trace) records when the URL has no "seconds".
+	goDefaultCPUSeconds = 30 * time.Second
 )
 
 // Config is the configuration of the pprof receiver.
@@ -91,8 +103,8 @@ func (r *RemoteConfig) Unmarshal(conf *confmap.Conf) error {
 func (cfg *Config) Validate() error {
 	r := &cfg.Remote
 	var errs []error
-	if r.CollectionInterval <= 0 {
-		errs = append(errs, fmt.Errorf("remote::collection_interval: must be positive, got %s", r.CollectionInterval))
+	if r.CollectionInterval < minCollectionInterval || r.CollectionInterval > maxCollectionInterval {
+		errs = append(errs, fmt.Errorf("remote::collection_interval: must be between %s and %s, got %s", minCollectionInterval, maxCollectionInterval, r.CollectionInterval))
 	}
 	if r.MaxBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("remote::max_body_size: must be positive, got %d", r.MaxBodySize))
@@ -110,11 +122,14 @@ func (cfg *Config) Validate() error {
 		return errors.Join(errs...)
 	}
 	secs, hasSecs, err := profileSeconds(u)
-	if err != nil {
+	switch {
+	case err != nil:
 		errs = append(errs, fmt.Errorf("remote::endpoint: %w", err))
-	} else if hasSecs && r.CollectionInterval > 0 && secs >= r.CollectionInterval {
+	case hasSecs && r.CollectionInterval > 0 && secs >= r.CollectionInterval:
 		errs = append(errs, fmt.Errorf("remote::endpoint: profile duration seconds=%s does not fit inside remote::collection_interval %s", secs, r.CollectionInterval))
-	} else if hasSecs && r.Client.Timeout > 0 && r.Client.Timeout <= secs {
+	case !hasSecs && isCPUPath(u) && r.CollectionInterval > 0 && goDefaultCPUSeconds >= r.CollectionInterval:
+		errs = append(errs, fmt.Errorf("remote::endpoint: without a seconds parameter Go records a CPU profile for %s, which does not fit inside remote::collection_interval %s; add ?seconds=N shorter than the interval", goDefaultCPUSeconds, r.CollectionInterval))
+	case hasSecs && r.Client.Timeout > 0 && r.Client.Timeout <= secs:
 		errs = append(errs, fmt.Errorf("remote::timeout: %s does not cover the profile duration seconds=%s", r.Client.Timeout, secs))
 	}
 	return errors.Join(errs...)
@@ -142,16 +157,37 @@ func parseEndpoint(s string) (*url.URL, error) {
 
 // profileSeconds returns the "seconds" query parameter of a pprof URL (the
 // duration of a CPU profile, or of a delta profile computed by the server).
+// Go's handlers read it as a whole number and silently use 30 for anything
+// else on a CPU profile, so only a positive whole number is accepted.
 func profileSeconds(u *url.URL) (time.Duration, bool, error) {
 	q := u.Query()
 	if !q.Has("seconds") {
 		return 0, false, nil
 	}
-	n, err := strconv.ParseFloat(q.Get("seconds"), 64)
-	if err != nil || n <= 0 {
-		return 0, true, fmt.Errorf("query parameter seconds=%q must be a positive number", q.Get("seconds"))
+	n, err := strconv.ParseInt(q.Get("seconds"), 10, 64)
+	if err != nil || n <= 0 || n > int64(maxCollectionInterval/time.Second) {
+		return 0, true, fmt.Errorf("query parameter seconds=%q must be a positive whole number", q.Get("seconds"))
 	}
-	return time.Duration(n * float64(time.Second)), true, nil
+	return time.Duration(n) * time.Second, true, nil
+}
+
+// isCPUPath reports whether u is Go's CPU profile (or execution trace)
+// handler, which records for "seconds", 30 by default.
+func isCPUPath(u *url.URL) bool {
+	base := path.Base(u.Path)
+	return base == "profile" || base == "trace"
+}
+
+// isGodeltaprof reports whether u is one of godeltaprof's endpoints
+// (/debug/pprof/delta_heap, delta_mutex, delta_block), which serve the
+// cumulative sample types as differences from their previous request
+// already: the receiver must not compute deltas of them again.
+func isGodeltaprof(u *url.URL) bool {
+	switch path.Base(u.Path) {
+	case "delta_heap", "delta_mutex", "delta_block":
+		return true
+	}
+	return false
 }
 
 // effectiveTimeout is the HTTP timeout of a scrape: the configured one, or by
@@ -164,9 +200,25 @@ func (r *RemoteConfig) effectiveTimeout() time.Duration {
 	return r.CollectionInterval
 }
 
-// redactedURL returns the endpoint without user info, for logs and attributes.
+// keptQueryParams are the pprof query parameters whose values are logged;
+// the values of all others (a token, a signature) are redacted.
+var keptQueryParams = map[string]bool{"seconds": true, "gc": true, "debug": true}
+
+// redactedURL returns the endpoint for logs and attributes: without user
+// info, and with the values of query parameters other than seconds, gc and
+// debug replaced by "REDACTED" (names and order kept).
 func redactedURL(u *url.URL) string {
 	c := *u
 	c.User = nil
+	if c.RawQuery != "" {
+		params := strings.Split(c.RawQuery, "&")
+		for i, kv := range params {
+			k, _, hasValue := strings.Cut(kv, "=")
+			if name, err := url.QueryUnescape(k); hasValue && (err != nil || !keptQueryParams[name]) {
+				params[i] = k + "=REDACTED"
+			}
+		}
+		c.RawQuery = strings.Join(params, "&")
+	}
 	return c.String()
 }

@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/metadata"
-	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/totals"
+	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/pproftest"
 )
 
 // startGoProgram builds testdata/pprofserver, starts it and returns its base
@@ -117,8 +117,8 @@ func TestGoProgram(t *testing.T) {
 			assert.Equal(t, tc.types, sampleTypes(t, pd), "one OTLP profile per pprof sample type")
 
 			raw := originalPayload(t, pd)
-			want := totals.FromPprof(raw)
-			got, err := totals.FromOTLP(pd)
+			want := pproftest.FromPprof(raw)
+			got, err := pproftest.FromOTLP(pd)
 			require.NoError(t, err)
 			require.Len(t, got, len(want))
 			for typ, w := range want {
@@ -144,7 +144,7 @@ func TestGoProgram(t *testing.T) {
 
 	t.Run("cpu hot function", func(t *testing.T) {
 		pd := scrapeOnce(t, base+"/debug/pprof/profile?seconds=1")
-		got, err := totals.FromOTLP(pd)
+		got, err := pproftest.FromOTLP(pd)
 		require.NoError(t, err)
 		cpu := got["cpu"]
 		require.NotNil(t, cpu)
@@ -201,8 +201,8 @@ func testAllocsDelta(t *testing.T, base string) {
 	second := sink.AllProfiles()[1]
 	assert.Equal(t, []string{"inuse_objects/count", "inuse_space/bytes", "alloc_objects/count", "alloc_space/bytes"}, sampleTypes(t, second))
 
-	raw1, raw2 := totals.FromPprof(originalPayload(t, first)), totals.FromPprof(originalPayload(t, second))
-	got, err := totals.FromOTLP(second)
+	raw1, raw2 := pproftest.FromPprof(originalPayload(t, first)), pproftest.FromPprof(originalPayload(t, second))
+	got, err := pproftest.FromOTLP(second)
 	require.NoError(t, err)
 	for _, typ := range []string{"alloc_objects", "alloc_space"} {
 		assert.Equal(t, raw2[typ].Sub(raw1[typ]), got[typ], "%s delta", typ)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +72,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles) (*
 		redacted:  redactedURL(u),
 		telemetry: tb,
 	}
-	if cfg.Delta && !hasSecs {
+	if cfg.Delta && !hasSecs && !isGodeltaprof(u) {
 		r.tracker = delta.NewTracker()
 	}
 	return r, nil
@@ -79,17 +80,27 @@ func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles) (*
 
 // Start builds the HTTP client and starts the scrape loop.
 func (r *pprofReceiver) Start(ctx context.Context, host component.Host) error {
-	client, err := r.cfg.Remote.Client.ToClient(ctx, host.GetExtensions(), r.set.TelemetrySettings)
-	if err != nil {
-		return fmt.Errorf("remote: %w", err)
+	if err := r.buildClient(ctx, host.GetExtensions()); err != nil {
+		return err
 	}
-	client.Timeout = r.cfg.Remote.effectiveTimeout()
-	r.client = client
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	go r.run(runCtx)
+	return nil
+}
+
+// buildClient makes the confighttp client of the scrapes, with the scrape
+// timeout and the same-origin redirect policy.
+func (r *pprofReceiver) buildClient(ctx context.Context, extensions map[component.ID]component.Component) error {
+	client, err := r.cfg.Remote.Client.ToClient(ctx, extensions, r.set.TelemetrySettings)
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	client.Timeout = r.cfg.Remote.effectiveTimeout()
+	client.CheckRedirect = sameOriginOnly
+	r.client = client
 	return nil
 }
 
@@ -165,6 +176,37 @@ func (r *pprofReceiver) scrape(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// sameOriginOnly follows a redirect only to the scheme, host and port of the
+// first request. confighttp adds the configured headers and auth in its
+// transport, to every request the client sends, so Go's own stripping of
+// sensitive headers on a redirect to another host does not apply: a redirect
+// to another origin is not followed, and its 3xx is the scrape's answer.
+func sameOriginOnly(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// origin is scheme://host:port with the scheme's default port made explicit.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+func defaultPort(scheme string) string {
+	if strings.EqualFold(scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
 // fetch GETs the endpoint and returns its body, enforcing max_body_size.
 func (r *pprofReceiver) fetch(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.endpoint.String(), http.NoBody)
@@ -190,6 +232,9 @@ func (r *pprofReceiver) fetch(ctx context.Context) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
+			return nil, fmt.Errorf("unexpected HTTP status %s: redirects are followed only to the same scheme, host and port (the configured headers and auth must not reach another host); set remote::endpoint to the final URL", resp.Status)
+		}
 		return nil, fmt.Errorf("unexpected HTTP status %s", resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
@@ -215,6 +260,9 @@ func (r *pprofReceiver) convert(body []byte, scrapeTime time.Time) (pprofile.Pro
 	if err != nil {
 		if errors.Is(err, convert.ErrTooLarge) {
 			return pprofile.Profiles{}, nil, fmt.Errorf("decompressed body larger than remote::max_body_size (%d bytes)", r.cfg.Remote.MaxBodySize)
+		}
+		if errors.Is(err, convert.ErrNestedGzip) {
+			return pprofile.Profiles{}, nil, fmt.Errorf("body refused: %w", err)
 		}
 		return pprofile.Profiles{}, nil, fmt.Errorf("not a valid pprof profile: %w", err)
 	}
@@ -245,6 +293,7 @@ func (r *pprofReceiver) convert(body []byte, scrapeTime time.Time) (pprofile.Pro
 	sp := rp.ScopeProfiles().AppendEmpty()
 	sp.Scope().SetName(metadata.ScopeName)
 	sp.Scope().SetVersion(r.set.BuildInfo.Version)
+	convert.SetScopeAttributes(sp.Scope(), p)
 	b := convert.NewBuilder(pd.Dictionary())
 	for i, q := range parts {
 		opts := convert.Options{}
@@ -272,10 +321,7 @@ func (r *pprofReceiver) setResource(rp pprofile.ResourceProfiles, p *profile.Pro
 	attrs.PutStr(attrServerAddress, r.endpoint.Hostname())
 	port := r.endpoint.Port()
 	if port == "" {
-		port = "80"
-		if r.endpoint.Scheme == "https" {
-			port = "443"
-		}
+		port = defaultPort(r.endpoint.Scheme)
 	}
 	if n, err := strconv.Atoi(port); err == nil {
 		attrs.PutInt(attrServerPort, int64(n))

@@ -2,7 +2,6 @@ package pprofreceiver
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/metadata"
+	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/pproftest"
 )
 
 // goodProfile returns a small valid gzipped pprof heap-like profile.
@@ -98,7 +98,11 @@ func startHarness(t *testing.T, h http.HandlerFunc, tweak func(*Config)) *harnes
 	if tweak != nil {
 		tweak(cfg)
 	}
-	require.NoError(t, cfg.Validate())
+	// The tests scrape every few milliseconds to run quickly, below the
+	// minimum collection_interval a user may set: all else is validated.
+	valid := *cfg
+	valid.Remote.CollectionInterval = max(cfg.Remote.CollectionInterval, minCollectionInterval)
+	require.NoError(t, valid.Validate())
 
 	sink := new(consumertest.ProfilesSink)
 	r, logs := startObserved(t, cfg, sink)
@@ -126,10 +130,10 @@ func (h *harness) failures() []observer.LoggedEntry {
 
 func TestBadTargets(t *testing.T) {
 	good := goodProfile(t)
-	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	_, _ = zw.Write(make([]byte, 4<<20)) // 4 MiB of zeros, a few KiB compressed
-	require.NoError(t, zw.Close())
+	bomb := pproftest.Gzip(t, make([]byte, 4<<20)) // 4 MiB of zeros, a few KiB compressed
+	// 64 MiB of zeros gzipped twice: a 404-byte body.
+	nestedBomb := pproftest.Gzip(t, pproftest.Gzip(t, make([]byte, 64<<20)))
+	require.Less(t, len(nestedBomb), 1024)
 
 	for _, tc := range []struct {
 		name    string
@@ -158,11 +162,20 @@ func TestBadTargets(t *testing.T) {
 		{"empty body", func(http.ResponseWriter, *http.Request) {}, nil, "not a valid pprof profile: empty profile"},
 		{"body over max_body_size", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 2048)) },
 			func(c *Config) { c.Remote.MaxBodySize = 1024 }, "body larger than remote::max_body_size (1024 bytes)"},
-		{"decompression bomb", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bomb.Bytes()) },
+		{"decompression bomb", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bomb) },
 			func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "decompressed body larger than remote::max_body_size"},
+		{"nested gzip", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(nestedBomb) },
+			func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "body refused: gzip inside gzip"},
+		{"nested gzip under content-encoding", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(pproftest.Gzip(t, nestedBomb))
+		}, func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "body refused: gzip inside gzip"},
+		{"redirect to another host", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://localhost:1/debug/pprof/heap", http.StatusFound)
+		}, nil, "unexpected HTTP status 302 Found: redirects are followed only to the same scheme, host and port"},
 		{"content-encoding bomb", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(bomb.Bytes())
+			_, _ = w.Write(bomb)
 		}, func(c *Config) { c.Remote.MaxBodySize = 1 << 20 }, "body larger than remote::max_body_size (1048576 bytes)"},
 		{"slow", func(_ http.ResponseWriter, r *http.Request) {
 			select {

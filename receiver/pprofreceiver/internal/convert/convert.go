@@ -21,36 +21,57 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
-// Attribute keys used for pprof fields that the OTLP model has no field for.
+// Attribute keys of the pprof fields that the OTLP model has no field for:
+// the semantic conventions' names (semconv v1.43.0, the newest in the module
+// graph, which is where the pprof.* attributes are defined).
 const (
 	// AttrComment holds the pprof comments, as an array of strings, on each profile.
-	AttrComment = "pprof.comment"
-	// AttrDefaultSampleType holds the pprof default_sample_type on each profile.
-	AttrDefaultSampleType = "pprof.default_sample_type"
+	AttrComment = string(semconv.PprofProfileCommentKey)
 	// AttrDocURL holds the pprof doc_url on each profile.
-	AttrDocURL = "pprof.doc_url"
+	AttrDocURL = string(semconv.PprofProfileDocURLKey)
 	// AttrDropFrames holds the pprof drop_frames regular expression on each profile.
-	AttrDropFrames = "pprof.drop_frames"
+	AttrDropFrames = string(semconv.PprofProfileDropFramesKey)
 	// AttrKeepFrames holds the pprof keep_frames regular expression on each profile.
-	AttrKeepFrames = "pprof.keep_frames"
-	// AttrBuildID holds a mapping's build id (semantic conventions key).
-	AttrBuildID = "process.executable.build_id.gnu"
+	AttrKeepFrames = string(semconv.PprofProfileKeepFramesKey)
+	// AttrDefaultSampleType holds the pprof default_sample_type; the
+	// conventions put it on the scope (see SetScopeAttributes).
+	AttrDefaultSampleType = string(semconv.PprofScopeDefaultSampleTypeKey)
+	// AttrHasFunctions, AttrHasFilenames, AttrHasLineNumbers and
+	// AttrHasInlineFrames hold a mapping's has_* flags (set only when true).
+	AttrHasFunctions    = string(semconv.PprofMappingHasFunctionsKey)
+	AttrHasFilenames    = string(semconv.PprofMappingHasFilenamesKey)
+	AttrHasLineNumbers  = string(semconv.PprofMappingHasLineNumbersKey)
+	AttrHasInlineFrames = string(semconv.PprofMappingHasInlineFramesKey)
+	// AttrIsFolded holds a location's is_folded flag (set only when true).
+	AttrIsFolded = string(semconv.PprofLocationIsFoldedKey)
+	// AttrBuildID holds a mapping's build id.
+	AttrBuildID = string(semconv.ProcessExecutableBuildIDGNUKey)
 	// OriginalPayloadFormat is the format name used when the original payload is kept.
 	OriginalPayloadFormat = "pprof"
 )
 
-// ErrTooLarge is returned by Decompress when the decompressed body exceeds the limit.
-var ErrTooLarge = errors.New("profile exceeds max_body_size")
+var (
+	// ErrTooLarge is returned by Decompress when the decompressed body exceeds the limit.
+	ErrTooLarge = errors.New("profile exceeds max_body_size")
+	// ErrNestedGzip is returned by Parse for gzip inside gzip. No pprof
+	// writer does that, and the pprof parser would gunzip the inner layer
+	// without any limit: a body of a few hundred bytes could expand to
+	// gigabytes.
+	ErrNestedGzip = errors.New("gzip inside gzip (nested compression is refused: it is how a small body expands without bound)")
+)
+
+func isGzip(data []byte) bool { return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b }
 
 // Decompress returns data gunzipped if it starts with the gzip magic bytes,
 // refusing output larger than maxSize bytes (a guard against decompression
 // bombs). Plain data is returned unchanged if it fits in maxSize.
 func Decompress(data []byte, maxSize int64) ([]byte, error) {
-	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+	if !isGzip(data) {
 		if int64(len(data)) > maxSize {
 			return nil, fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(data), maxSize)
 		}
@@ -72,6 +93,9 @@ func Decompress(data []byte, maxSize int64) ([]byte, error) {
 }
 
 // Parse decompresses data (see Decompress) and parses it as a pprof profile.
+// Every layer is bounded: data is at most one gzip layer (a transport's
+// Content-Encoding is removed, under the same limit, before Parse), and
+// gzip inside it is refused with ErrNestedGzip.
 func Parse(data []byte, maxSize int64) (*profile.Profile, error) {
 	raw, err := Decompress(data, maxSize)
 	if err != nil {
@@ -79,6 +103,9 @@ func Parse(data []byte, maxSize int64) (*profile.Profile, error) {
 	}
 	if len(raw) == 0 {
 		return nil, errors.New("empty profile")
+	}
+	if isGzip(raw) {
+		return nil, ErrNestedGzip
 	}
 	p, err := profile.ParseData(raw)
 	if err != nil {
@@ -129,6 +156,7 @@ const (
 	kindInt
 	kindStrs
 	kindInts
+	kindTrue
 )
 
 // NewBuilder returns a Builder writing into dict, whose tables must be empty.
@@ -156,13 +184,25 @@ type Options struct {
 	OriginalPayload []byte
 }
 
+// SetScopeAttributes puts the attributes the semantic conventions define at
+// the scope level for p (its default_sample_type) on scope.
+func SetScopeAttributes(scope pcommon.InstrumentationScope, p *profile.Profile) {
+	if p.DefaultSampleType != "" {
+		scope.Attributes().PutStr(AttrDefaultSampleType, p.DefaultSampleType)
+	}
+}
+
 // Convert converts the pprof profiles ps into a new pprofile.Profiles with a
 // single ResourceProfiles and ScopeProfiles holding one Profile per sample
-// type of each input profile. Resource and scope are left for the caller.
+// type of each input profile, the scope attributes taken from the first.
+// The resource, scope name and version are left for the caller.
 func Convert(ps ...*profile.Profile) (pprofile.Profiles, error) {
 	out := pprofile.NewProfiles()
 	b := NewBuilder(out.Dictionary())
 	sp := out.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty()
+	if len(ps) > 0 && ps[0] != nil {
+		SetScopeAttributes(sp.Scope(), ps[0])
+	}
 	for _, p := range ps {
 		if err := b.Append(p, sp.Profiles(), Options{}); err != nil {
 			return out, err
@@ -281,6 +321,19 @@ func (b *Builder) mapping(m *profile.Mapping) int32 {
 	if m.BuildID != "" {
 		om.AttributeIndices().Append(b.attr(attrKey{key: b.str(AttrBuildID), kind: kindStr, str: m.BuildID}))
 	}
+	for _, f := range [...]struct {
+		key string
+		set bool
+	}{
+		{AttrHasFunctions, m.HasFunctions},
+		{AttrHasFilenames, m.HasFilenames},
+		{AttrHasLineNumbers, m.HasLineNumbers},
+		{AttrHasInlineFrames, m.HasInlineFrames},
+	} {
+		if f.set {
+			om.AttributeIndices().Append(b.boolAttr(f.key))
+		}
+	}
 	b.mappings[m] = i
 	return i
 }
@@ -317,6 +370,9 @@ func (b *Builder) location(l *profile.Location) int32 {
 	ol := t.AppendEmpty()
 	ol.SetMappingIndex(mi)
 	ol.SetAddress(l.Address)
+	if l.IsFolded {
+		ol.AttributeIndices().Append(b.boolAttr(AttrIsFolded))
+	}
 	lines := ol.Lines()
 	lines.EnsureCapacity(len(l.Line))
 	for j, ln := range l.Line {
@@ -370,6 +426,8 @@ func (b *Builder) attr(k attrKey, elems ...any) int32 {
 		kv.Value().SetStr(k.str)
 	case kindInt:
 		kv.Value().SetInt(k.num)
+	case kindTrue:
+		kv.Value().SetBool(true)
 	case kindStrs, kindInts:
 		s := kv.Value().SetEmptySlice()
 		s.EnsureCapacity(len(elems))
@@ -384,6 +442,11 @@ func (b *Builder) attr(k attrKey, elems ...any) int32 {
 	}
 	b.attrs[k] = i
 	return i
+}
+
+// boolAttr returns the attribute index of key: true (flags are only set when true).
+func (b *Builder) boolAttr(key string) int32 {
+	return b.attr(attrKey{key: b.str(key), kind: kindTrue})
 }
 
 func (b *Builder) strAttr(key string, vals []string) int32 {
@@ -478,7 +541,6 @@ func (b *Builder) profileAttributes(p *profile.Profile) []int32 {
 		out = append(out, b.attr(attrKey{key: b.str(AttrComment), kind: kindStrs, str: joinKey(p.Comments)}, elems...))
 	}
 	for _, kv := range [...]struct{ k, v string }{
-		{AttrDefaultSampleType, p.DefaultSampleType},
 		{AttrDocURL, p.DocURL},
 		{AttrDropFrames, p.DropFrames},
 		{AttrKeepFrames, p.KeepFrames},

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"compress/gzip"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -11,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
-	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/totals"
+	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/pproftest"
 )
 
 // sampleProfile is a heap-like profile using every pprof field the
@@ -21,9 +20,10 @@ func sampleProfile() *profile.Profile {
 	fAlloc := &profile.Function{ID: 2, Name: "main.alloc", SystemName: "main.alloc.abi0", Filename: "/src/alloc.go", StartLine: 20}
 	fInl := &profile.Function{ID: 3, Name: "bytes.Repeat", SystemName: "bytes.Repeat", Filename: "/go/bytes.go", StartLine: 5}
 	fRt := &profile.Function{ID: 4, Name: "runtime.main", SystemName: "runtime.main", Filename: "/go/runtime/proc.go", StartLine: 140}
-	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x800000, Offset: 0x1000, File: "/usr/bin/app", BuildID: "f00dbabe"}
+	m := &profile.Mapping{ID: 1, Start: 0x400000, Limit: 0x800000, Offset: 0x1000, File: "/usr/bin/app", BuildID: "f00dbabe",
+		HasFunctions: true, HasFilenames: true, HasLineNumbers: true}
 	lRt := &profile.Location{ID: 1, Mapping: m, Address: 0x401000, Line: []profile.Line{{Function: fRt, Line: 283}}}
-	lMain := &profile.Location{ID: 2, Mapping: m, Address: 0x402000, Line: []profile.Line{{Function: fMain, Line: 12, Column: 4}}}
+	lMain := &profile.Location{ID: 2, Mapping: m, Address: 0x402000, Line: []profile.Line{{Function: fMain, Line: 12, Column: 4}}, IsFolded: true}
 	// An inlined frame: bytes.Repeat inlined into main.alloc.
 	lAlloc := &profile.Location{ID: 3, Mapping: m, Address: 0x403000, Line: []profile.Line{{Function: fInl, Line: 7}, {Function: fAlloc, Line: 22}}}
 	return &profile.Profile{
@@ -99,13 +99,14 @@ func TestConvertFields(t *testing.T) {
 		assert.False(t, prof.ProfileID().IsEmpty())
 		ids[prof.ProfileID()] = true
 		assert.Equal(t, map[string]any{
-			AttrComment:           []any{"first comment", "second comment"},
-			AttrDefaultSampleType: "inuse_space",
-			AttrDocURL:            "https://pkg.go.dev/runtime/pprof",
-		}, attrs(t, pd, prof))
+			"pprof.profile.comment": []any{"first comment", "second comment"},
+			"pprof.profile.doc_url": "https://pkg.go.dev/runtime/pprof",
+		}, attrs(t, pd, prof), "semantic-convention names")
 		assert.Empty(t, prof.OriginalPayloadFormat())
 	}
 	assert.Len(t, ids, 4, "profile ids are unique")
+	assert.Equal(t, map[string]any{"pprof.scope.default_sample_type": "inuse_space"},
+		pd.ResourceProfiles().At(0).ScopeProfiles().At(0).Scope().Attributes().AsRaw(), "the conventions put it on the scope")
 
 	// Zero values are left out: the inuse profiles have only the first sample.
 	assert.Equal(t, 2, profs.At(0).Samples().Len())
@@ -145,13 +146,20 @@ func TestConvertFields(t *testing.T) {
 	assert.Equal(t, int64(20), caller.StartLine())
 	mainLoc := d.LocationTable().At(int(stack.At(1)))
 	assert.Equal(t, int64(4), mainLoc.Lines().At(0).Column())
+	assert.Equal(t, map[string]any{"pprof.location.is_folded": true}, attrs(t, pd, mainLoc))
+	assert.Empty(t, attrs(t, pd, leaf), "is_folded is only set when true")
 
 	mp := d.MappingTable().At(int(leaf.MappingIndex()))
 	assert.Equal(t, uint64(0x400000), mp.MemoryStart())
 	assert.Equal(t, uint64(0x800000), mp.MemoryLimit())
 	assert.Equal(t, uint64(0x1000), mp.FileOffset())
 	assert.Equal(t, "/usr/bin/app", str(pd, mp.FilenameStrindex()))
-	assert.Equal(t, map[string]any{AttrBuildID: "f00dbabe"}, attrs(t, pd, mp))
+	assert.Equal(t, map[string]any{
+		"process.executable.build_id.gnu": "f00dbabe",
+		"pprof.mapping.has_functions":     true,
+		"pprof.mapping.has_filenames":     true,
+		"pprof.mapping.has_line_numbers":  true,
+	}, attrs(t, pd, mp), "the mapping flags that are set, by their semantic-convention names")
 
 	// Deduplication: the 3 locations, 4 functions, 1 mapping appear once.
 	assert.Equal(t, 4, d.LocationTable().Len())
@@ -160,9 +168,9 @@ func TestConvertFields(t *testing.T) {
 	assert.Equal(t, 3, d.StackTable().Len())
 
 	// Totals agree with pprof's.
-	got, err := totals.FromOTLP(pd)
+	got, err := pproftest.FromOTLP(pd)
 	require.NoError(t, err)
-	assert.Equal(t, totals.FromPprof(p), got)
+	assert.Equal(t, pproftest.FromPprof(p), got)
 	assert.True(t, IsGo(p))
 }
 
@@ -198,20 +206,11 @@ func TestIsGo(t *testing.T) {
 	assert.False(t, IsGo(p))
 }
 
-func gz(t testing.TB, data []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, err := zw.Write(data)
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
 func TestParse(t *testing.T) {
 	var plain bytes.Buffer
 	require.NoError(t, sampleProfile().WriteUncompressed(&plain))
 
-	for name, data := range map[string][]byte{"plain": plain.Bytes(), "gzip": gz(t, plain.Bytes())} {
+	for name, data := range map[string][]byte{"plain": plain.Bytes(), "gzip": pproftest.Gzip(t, plain.Bytes())} {
 		t.Run(name, func(t *testing.T) {
 			p, err := Parse(data, 1<<20)
 			require.NoError(t, err)
@@ -220,12 +219,28 @@ func TestParse(t *testing.T) {
 	}
 	_, err := Parse(plain.Bytes(), int64(plain.Len()-1))
 	require.ErrorIs(t, err, ErrTooLarge)
-	_, err = Parse(gz(t, make([]byte, 1<<20)), 1<<19)
+	_, err = Parse(pproftest.Gzip(t, make([]byte, 1<<20)), 1<<19)
 	require.ErrorIs(t, err, ErrTooLarge)
 	_, err = Parse(nil, 1<<20)
 	require.ErrorContains(t, err, "empty profile")
 	_, err = Parse([]byte{0x1f, 0x8b, 1, 2, 3}, 1<<20)
 	require.ErrorContains(t, err, "gzip")
+}
+
+// TestParseRefusesNestedGzip: gzip inside gzip, 64 MiB of zeros in a body of
+// a few hundred bytes, is refused before the inner layer is expanded (the
+// pprof parser would gunzip it without any limit).
+func TestParseRefusesNestedGzip(t *testing.T) {
+	bomb := pproftest.Gzip(t, pproftest.Gzip(t, make([]byte, 64<<20)))
+	require.Less(t, len(bomb), 1024)
+	t.Logf("%d-byte body, 64 MiB after two gunzips", len(bomb))
+	_, err := Parse(bomb, 1<<20)
+	require.ErrorIs(t, err, ErrNestedGzip)
+
+	var plain bytes.Buffer
+	require.NoError(t, sampleProfile().WriteUncompressed(&plain))
+	_, err = Parse(pproftest.Gzip(t, pproftest.Gzip(t, plain.Bytes())), 1<<20)
+	require.ErrorIs(t, err, ErrNestedGzip, "however small the inner layer")
 }
 
 func TestLabelKeyCollision(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/delta"
-	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/totals"
+	"github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/pproftest"
 )
 
 // FuzzConvert parses arbitrary bytes as pprof; whatever parses must convert
@@ -20,7 +20,7 @@ func FuzzConvert(f *testing.F) {
 	var plain bytes.Buffer
 	require.NoError(f, sampleProfile().WriteUncompressed(&plain))
 	f.Add(plain.Bytes())
-	f.Add(gz(f, plain.Bytes()))
+	f.Add(pproftest.Gzip(f, plain.Bytes()))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, 1<<20)
@@ -29,9 +29,9 @@ func FuzzConvert(f *testing.F) {
 		}
 		pd, err := Convert(p)
 		require.NoError(t, err)
-		got, err := totals.FromOTLP(pd)
+		got, err := pproftest.FromOTLP(pd)
 		require.NoError(t, err)
-		want := totals.FromPprof(p)
+		want := pproftest.FromPprof(p)
 		for typ, w := range want {
 			if w.Sum == 0 && len(w.Leaf) == 0 {
 				continue // no non-zero sample: possibly no entry on our side

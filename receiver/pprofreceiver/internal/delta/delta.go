@@ -7,8 +7,10 @@
 // name, file and line of each of its lines) and its labels. The next scrape is
 // then reported as its difference from the remembered one: a time window shows
 // what happened in it. The first scrape of a type only sets the baseline. A
-// counter that went down (the process restarted) resets the baseline, and the
-// new values are reported as they are: they all accrued since the restart.
+// stack missing from a scrape adds nothing (a zero delta) and keeps its last
+// value in the baseline. Only a counter that went down (the process
+// restarted) resets the baseline, and the new values are reported as they
+// are: they all accrued since the restart.
 package delta // import "github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/delta"
 
 import (
@@ -109,12 +111,18 @@ func (t *Tracker) Next(p *profile.Profile) Result {
 		if !ok {
 			continue // first scrape: baseline only
 		}
+		// Only a counter that went down means a restart. A stack missing
+		// from this scrape is a zero delta: its last value stays in the
+		// baseline, so that it is measured against it if it comes back.
 		reset := false
-		for k, pv := range prev.values {
-			if cur[k] < pv {
+		for k, v := range cur {
+			if pv, ok := prev.values[k]; ok && v < pv {
 				reset = true
 				break
 			}
+		}
+		if !reset {
+			carryMissing(cur, prev.values)
 		}
 		vals := make([]int64, len(p.Sample))
 		if reset {
@@ -149,6 +157,27 @@ func (t *Tracker) Next(p *profile.Profile) Result {
 		res.Delta = d
 	}
 	return res
+}
+
+// carryMissing copies into cur the values of the stacks of prev that cur
+// lacks. To keep the baseline bounded, nothing is carried once the missing
+// stacks outnumber the present ones: the target then most likely restarted
+// with new stacks (other addresses), and the old ones will not come back.
+func carryMissing(cur, prev map[string]int64) {
+	missing := 0
+	for k := range prev {
+		if _, ok := cur[k]; !ok {
+			missing++
+		}
+	}
+	if missing == 0 || missing > len(cur) {
+		return
+	}
+	for k, v := range prev {
+		if _, ok := cur[k]; !ok {
+			cur[k] = v
+		}
+	}
 }
 
 // Commit makes the scrape that produced r the new baseline.

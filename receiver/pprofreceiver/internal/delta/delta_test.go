@@ -131,3 +131,37 @@ func TestKeyDistinguishesStacksAndLabels(t *testing.T) {
 	same := &profile.Location{ID: 10, Address: 0x10, Line: []profile.Line{{Function: &profile.Function{ID: 11, Name: "main.a", Filename: "a.go"}, Line: 1}}}
 	assert.Equal(t, k(&profile.Sample{Location: []*profile.Location{locA}}), k(&profile.Sample{Location: []*profile.Location{same}}), "keyed by value, not by id")
 }
+
+// TestMissingStackIsZeroDelta: a stack that is absent from a scrape (the
+// server left out a record, or it was folded away) adds nothing; it is no
+// sign of a restart, and when it comes back its delta is taken against its
+// last value, not sent whole.
+func TestMissingStackIsZeroDelta(t *testing.T) {
+	tr := NewTracker()
+	mutex := func(ts int64, a, ba int64) *profile.Profile {
+		p := &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}},
+			TimeNanos:  ts,
+			Sample:     []*profile.Sample{{Location: []*profile.Location{locA}, Value: []int64{a, a * 10}}},
+		}
+		if ba > 0 {
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{locB, locA}, Value: []int64{ba, ba * 10}})
+		}
+		return p
+	}
+	tr.Commit(tr.Next(mutex(100, 5, 7)))
+
+	r := tr.Next(mutex(200, 8, 0)) // [B, A] is missing
+	assert.Empty(t, r.Reset, "a missing stack is no restart")
+	assert.Equal(t, [][]int64{{3, 30}}, values(r.Delta), "only what grew; the missing stack adds 0")
+	tr.Commit(r)
+
+	r = tr.Next(mutex(300, 8, 9)) // [B, A] is back, 7 -> 9
+	assert.Empty(t, r.Reset)
+	assert.Equal(t, [][]int64{{2, 20}}, values(r.Delta), "measured against its last value")
+	tr.Commit(r)
+
+	r = tr.Next(mutex(400, 1, 9)) // [A] went down: that is a restart
+	assert.Equal(t, []string{"contentions", "delay"}, r.Reset)
+	assert.Equal(t, [][]int64{{1, 10}, {9, 90}}, values(r.Delta))
+}

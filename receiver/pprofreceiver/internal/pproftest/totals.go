@@ -1,7 +1,9 @@
-// Package totals computes per-function totals of a profile, independently on
+// Package pproftest holds test-only helpers of the pprof receiver. It
+// computes per-function totals of a profile, independently on
 // a pprof profile and on OTLP profiles, so that tests can check a conversion
-// by comparing the two.
-package totals // import "github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/totals"
+// by comparing the two. It is test-only (like the Collector's *test
+// packages): only _test.go files import it, so it is not in the binary.
+package pproftest // import "github.com/nexovue/otelcol-nexovue/receiver/pprofreceiver/internal/pproftest"
 
 import (
 	"fmt"
