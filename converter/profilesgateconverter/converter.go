@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 // Package profilesgateconverter turns the Collector's refusal of a profiles
 // pipeline without the profiles feature gate into a message that says what to
 // type. Upstream's message names the gate but not the flag; users copying a

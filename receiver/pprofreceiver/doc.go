@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate ../../.tools/mdatagen metadata.yaml
 
 // Package pprofreceiver scrapes a remote net/http/pprof endpoint on an

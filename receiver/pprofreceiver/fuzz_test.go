@@ -126,4 +126,3 @@ func gunzipAtMost(b []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
-

@@ -1,3 +1,8 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+//go:generate ../../.tools/mdatagen metadata.yaml
+
 // Package profilingreceiver is otelcol-nexovue's `profiling` receiver: the
 // upstream OpenTelemetry eBPF profiler receiver
 // (go.opentelemetry.io/ebpf-profiler/collector) with one changed default:
@@ -5,8 +10,6 @@
 // the service_name processor can name every profiled process. On systems other
 // than Linux on amd64/arm64 the receiver accepts its configuration but refuses
 // to start, with a message saying it needs Linux.
-//
-//go:generate ../../.tools/mdatagen metadata.yaml
 package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver"
 
 import "fmt"

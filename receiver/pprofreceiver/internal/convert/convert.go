@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 // Package convert turns parsed pprof profiles into OTLP profiles of the
 // Collector 0.161 data model (go.opentelemetry.io/collector/pdata/pprofile).
 //

@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 // Package delta turns cumulative pprof sample types into differences between
 // consecutive scrapes of one target.
 //

@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pproftest holds test-only helpers of the pprof receiver. It
 // computes per-function totals of a profile, independently on
 // a pprof profile and on OTLP profiles, so that tests can check a conversion

@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pprofserver is the workload the receiver's tests scrape. It serves
 // net/http/pprof on 127.0.0.1 (printing "listening on http://ADDR" first)
 // while allocating, burning CPU, blocking on channels and contending a mutex,
