@@ -15,6 +15,8 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/featuregate"
+
+	"github.com/nexovue/otelcol-nexovue/internal/collectorversion"
 )
 
 // GateID is the Collector feature gate that enables the profiles signal.
@@ -26,12 +28,15 @@ const Flag = "--feature-gates=" + GateID
 // NewFactory returns the converter factory ocb wires into the binary.
 func NewFactory() confmap.ConverterFactory {
 	return confmap.NewConverterFactory(func(confmap.ConverterSettings) confmap.Converter {
-		return converter{gateEnabled: gateEnabled}
+		return converter{gateEnabled: gateEnabled, version: collectorversion.Get}
 	})
 }
 
 type converter struct {
 	gateEnabled func() (enabled, registered bool)
+	// version is the Collector release the binary was built with, from its
+	// build information ("" if unknown).
+	version func() string
 }
 
 // Convert fails when the configuration has a profiles pipeline and the gate is
@@ -54,8 +59,12 @@ func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
 		return nil
 	}
 	slices.Sort(profiles)
-	return fmt.Errorf("service::pipelines::%s: profiles are an alpha signal in this Collector (0.161.0); "+
-		"start the collector with %s", profiles[0], Flag)
+	collector := "this Collector"
+	if v := c.version(); v != "" {
+		collector += " (" + v + ")"
+	}
+	return fmt.Errorf("service::pipelines::%s: profiles are an alpha signal in %s; "+
+		"start the collector with %s", profiles[0], collector, Flag)
 }
 
 func gateEnabled() (enabled, registered bool) {

@@ -24,10 +24,13 @@ func TestConvert(t *testing.T) {
 		name                string
 		conf                map[string]any
 		enabled, registered bool
+		version             string
 		wantErr             string
 	}{
-		{name: "gate off, profiles pipeline", conf: withProfiles, registered: true,
-			wantErr: "service::pipelines::profiles/nexovue: profiles are an alpha signal in this Collector (0.161.0); start the collector with --feature-gates=service.profilesSupport"},
+		{name: "gate off, profiles pipeline", conf: withProfiles, registered: true, version: "0.170.1",
+			wantErr: "service::pipelines::profiles/nexovue: profiles are an alpha signal in this Collector (0.170.1); start the collector with --feature-gates=service.profilesSupport"},
+		{name: "gate off, version unknown", conf: withProfiles, registered: true,
+			wantErr: "service::pipelines::profiles/nexovue: profiles are an alpha signal in this Collector; start the collector with --feature-gates=service.profilesSupport"},
 		{name: "gate on", conf: withProfiles, registered: true, enabled: true},
 		{name: "gate not registered", conf: withProfiles},
 		{name: "no profiles pipeline", conf: withoutProfiles, registered: true},
@@ -35,7 +38,10 @@ func TestConvert(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := converter{gateEnabled: func() (bool, bool) { return tt.enabled, tt.registered }}
+			c := converter{
+				gateEnabled: func() (bool, bool) { return tt.enabled, tt.registered },
+				version:     func() string { return tt.version },
+			}
 			conf := confmap.NewFromStringMap(tt.conf)
 			before := conf.ToStringMap()
 			err := c.Convert(context.Background(), conf)

@@ -45,6 +45,8 @@ func TestProfilesPipelineNeedsFeatureGate(t *testing.T) {
 		}
 		require.Error(t, err, "%v must fail without the feature gate:\n%s", args, out)
 		require.Contains(t, string(out), "--feature-gates=service.profilesSupport", "%v", args)
+		// The release comes from the binary's build information.
+		require.Regexp(t, `profiles are an alpha signal in this Collector \(0\.\d+\.\d+\)`, string(out), "%v", args)
 	}
 }
 
