@@ -5,6 +5,7 @@ package build
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,4 +86,19 @@ func TestComponentConventions(t *testing.T) {
 		})
 	}
 	assert.GreaterOrEqual(t, n, 5, "components found")
+}
+
+// TestGoModTidy fails when `go mod tidy` would change go.mod or go.sum, so
+// that direct requirements stay direct and no requirement goes stale. It
+// runs with -e: some test-only modules of our dependencies' own tests (e.g.
+// github.com/open-telemetry/sig-profiling/profcheck, required by the eBPF
+// profiler's reporter tests) are not served by the module proxy, and
+// without -e tidy stops at the first of them although nothing we build or
+// test needs them.
+func TestGoModTidy(t *testing.T) {
+	cmd := exec.Command("go", "mod", "tidy", "-e", "-diff")
+	cmd.Dir = testenv.RepoRoot(t)
+	out, err := cmd.Output()
+	require.NoError(t, err, "go mod tidy -e would change go.mod or go.sum; run it and commit:\n%s", out)
+	assert.Empty(t, string(out))
 }
