@@ -3,8 +3,9 @@
 # tracefs, which the eBPF profiler needs, and installs from the distribution's
 # packages what the tests use: podman and runc (container test), wine and the
 # mingw-w64 binutils (the Windows binary's `validate` under Wine), zip (the
-# Windows archive), kubectl when absent (kustomize rendering; Debian ships
-# none, so the manifests test can also use a kustomize on PATH). Idempotent.
+# Windows archive), and kustomize into .tools when neither kubectl nor
+# kustomize is on PATH (the manifests test renders the kustomizations with
+# either; Debian ships no kubectl). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
