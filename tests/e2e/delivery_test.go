@@ -59,9 +59,12 @@ func TestThrottlePacedSlowIngest(t *testing.T) {
 
 	srv.SetFault(ingest.Fault{Delay: 900 * time.Millisecond})
 	sent = lg.send(t, 6, 1000, 16)
-	// The first second's two requests arrived (and wait); the next ones
-	// leave a second after them and are answered at once.
-	time.Sleep(500 * time.Millisecond)
+	// The first second's requests arrive and wait; once the double holds
+	// one, the delay is lifted: the next ones leave a second after the
+	// first and are answered at once.
+	testenv.WaitFor(t, 30*time.Second, "the double holding a request", func() (bool, error) {
+		return srv.Delaying() >= 1, nil
+	})
 	srv.SetFault(ingest.Fault{})
 	waitAllSeq(t, srv, sent, time.Minute)
 

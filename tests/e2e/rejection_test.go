@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,20 +34,35 @@ func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
 	p := testenv.StartCollector(t, cfg, testenv.CollectorOptions{Env: collectorEnv(wrongKey)})
 	lg := newLoadgen(port)
 
+	// Each batch is sent once its predecessor was answered, so each is its
+	// own request.
 	const batches = 5
-	for range batches {
+	for i := 1; i <= batches; i++ {
 		sent += lg.send(t, 1, 200, 16)
-		time.Sleep(300 * time.Millisecond)
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("the 401 of batch %d", i), func() (bool, error) {
+			return srv.Requests(http.StatusUnauthorized) >= i, nil
+		})
 	}
-	testenv.WaitFor(t, 30*time.Second, "a 401 for every batch", func() (bool, error) {
-		return srv.Requests(http.StatusUnauthorized) >= batches, nil
+	// A retry of the last batch would be due within the configured backoff
+	// (max_interval 1s, plus jitter): wait, on the double's clock, until that
+	// has passed, then make the next export attempt and wait for it. Every
+	// request before it must be one of the batches: none was retried.
+	const retryDue = 2 * time.Second
+	last := srv.RecentRequests()[len(srv.RecentRequests())-1].Time
+	testenv.WaitFor(t, 30*time.Second, "the last batch's retry to fall due", func() (bool, error) {
+		return time.Since(last) > retryDue, nil
 	})
-	// Enough for several retries at the configured 100ms..1s backoff.
-	time.Sleep(3 * time.Second)
+	sent += lg.send(t, 1, 200, 16)
+	testenv.WaitFor(t, 30*time.Second, "the 401 of the next export attempt", func() (bool, error) {
+		return srv.Requests(http.StatusUnauthorized) >= batches+1, nil
+	})
 
 	st := srv.Stats()
-	require.Equal(t, batches, st.RequestsByStatus[http.StatusUnauthorized], "each batch must be sent once: a rejected key is not retried")
-	require.Equal(t, batches, st.Dropped+sumStatuses(st.RequestsByStatus), "no other request may reach the ingest")
+	require.Equal(t, batches+1, st.RequestsByStatus[http.StatusUnauthorized], "each batch must be sent once: a rejected key is not retried")
+	require.Equal(t, batches+1, st.Dropped+sumStatuses(st.RequestsByStatus), "no other request may reach the ingest")
+	reqs := srv.RecentRequests()
+	require.GreaterOrEqual(t, reqs[len(reqs)-1].Time.Sub(reqs[len(reqs)-2].Time), retryDue,
+		"no request between the last batch and the next export attempt, which came after its retry was due")
 	require.Zero(t, st.SamplesAccepted)
 
 	out := p.Output()

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,22 @@ func TestReset(t *testing.T) {
 	assert.Zero(t, s.Seq().Distinct)
 	assert.Empty(t, s.RecentRequests())
 	require.Equal(t, http.StatusOK, sendBuilder(t, s, nSamples("a", 5)).status, "the key's window and block are gone")
+}
+
+func TestDelayingCountsHeldRequests(t *testing.T) {
+	srv := StartForTest(t, Config{Keys: []string{"k"}})
+	srv.SetFault(Fault{Delay: time.Minute})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequest(http.MethodPost, srv.Endpoint(), strings.NewReader(""))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool { return srv.Delaying() == 1 }, 10*time.Second, 5*time.Millisecond)
+	srv.Close() // ends the delay
+	<-done
+	assert.Zero(t, srv.Delaying())
 }

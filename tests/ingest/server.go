@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
@@ -31,6 +32,7 @@ type Server struct {
 	keys      map[string]*keyWindow
 	agg       *aggregates
 	validKeys map[string]struct{}
+	delaying  atomic.Int64 // requests being held by Fault.Delay now
 }
 
 type limits struct {
@@ -198,6 +200,7 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 
 	fa := s.takeFault()
 	if fa.delay > 0 {
+		s.delaying.Add(1)
 		t := time.NewTimer(fa.delay)
 		select {
 		case <-t.C:
@@ -205,6 +208,7 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 		case <-s.closing:
 		}
 		t.Stop()
+		s.delaying.Add(-1)
 	}
 	switch {
 	case fa.drop:
@@ -343,6 +347,11 @@ func (s *Server) Stats() Stats {
 // Requests returns how many requests were answered with status.
 func (s *Server) Requests(status int) int {
 	return locked(s, func(a *aggregates) int { return a.byStatus[status] })
+}
+
+// Delaying returns how many requests Fault.Delay is holding right now.
+func (s *Server) Delaying() int {
+	return int(s.delaying.Load())
 }
 
 // Dropped returns how many connections were closed without answer.

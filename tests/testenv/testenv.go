@@ -3,7 +3,6 @@
 package testenv // import "github.com/nexovue/otelcol-nexovue/tests/testenv"
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -249,8 +248,10 @@ func (s *SyncBuffer) String() string {
 }
 
 // ReadProfileLines calls each for every request in the JSON lines the file
-// exporter wrote to path. A missing file holds nothing; a line the exporter
-// is still writing is skipped.
+// exporter wrote to path. A missing file holds nothing. The last line, if it
+// does not end in a newline yet, is one the exporter is still writing and is
+// skipped; any other line that is not a profiles request fails the read,
+// naming its line number.
 func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -259,20 +260,23 @@ func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
 	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	for n := 1; len(data) > 0; n++ {
+		line, rest, complete := bytes.Cut(data, []byte("\n"))
+		if !complete {
+			return nil // the trailing partial line
+		}
+		data = rest
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
 		if err != nil {
-			continue
+			return fmt.Errorf("%s:%d: not a profiles request: %w", path, n, err)
 		}
 		each(pd)
 	}
-	return sc.Err()
+	return nil
 }
 
 // FreeAddr returns a loopback address (127.0.0.1:port) whose port was free a
