@@ -235,6 +235,9 @@ func (b *Builder) Append(p *profile.Profile, dst pprofile.ProfilesSlice, opts Op
 		attrs = b.sampleAttributes(attrs, s)
 		attrEnd[i] = len(attrs)
 	}
+	if err := checkExpansion(p, attrEnd); err != nil {
+		return err
+	}
 	profAttrs := b.profileAttributes(p)
 
 	for ti, st := range p.SampleType {
@@ -283,6 +286,41 @@ func (b *Builder) Append(p *profile.Profile, dst pprofile.ProfilesSlice, opts Op
 				os.AttributeIndices().Append(attrs[start:attrEnd[i]]...)
 			}
 		}
+	}
+	return nil
+}
+
+// maxExpansion bounds how many output entries (a sample of one type, or
+// one of its attribute indices) a conversion may write per input entry (a
+// sample value, or a label). Real profiles stay under 2 (a Go heap profile:
+// 4 types, 1 label); without a bound, one sample with thousands of labels
+// and thousands of non-zero sample types, a few KiB of pprof, would write
+// types × labels entries: gigabytes.
+const maxExpansion = 16
+
+// ErrExpansion is returned by Append for a profile whose conversion would
+// write more than maxExpansion times its entries.
+var ErrExpansion = errors.New("profile refused: its conversion would expand beyond the memory bound")
+
+// checkExpansion refuses p if its conversion would exceed maxExpansion;
+// attrEnd is as in Append.
+func checkExpansion(p *profile.Profile, attrEnd []int) error {
+	var in, out int64
+	start := 0
+	for i, s := range p.Sample {
+		nAttrs := int64(attrEnd[i] - start)
+		start = attrEnd[i]
+		nonZero := int64(0)
+		for _, v := range s.Value {
+			if v != 0 {
+				nonZero++
+			}
+		}
+		in += int64(len(s.Value)) + nAttrs
+		out += nonZero * (1 + nAttrs)
+	}
+	if out > maxExpansion*in+1<<16 {
+		return fmt.Errorf("%w: %d input entries, %d output entries", ErrExpansion, in, out)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package convert
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -244,6 +245,27 @@ func TestParseRefusesNestedGzip(t *testing.T) {
 	require.NoError(t, sampleProfile().WriteUncompressed(&plain))
 	_, err = Parse(pproftest.Gzip(t, pproftest.Gzip(t, plain.Bytes())), 1<<20)
 	require.ErrorIs(t, err, ErrNestedGzip, "however small the inner layer")
+}
+
+// TestExpansionBounded: a sample with thousands of labels and thousands of
+// non-zero sample types, small as pprof, would be written once per type with
+// all its labels. It is refused instead.
+func TestExpansionBounded(t *testing.T) {
+	const n = 2000
+	fn := &profile.Function{ID: 1, Name: "main.f"}
+	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+	s := &profile.Sample{Location: []*profile.Location{loc}, NumLabel: map[string][]int64{}}
+	p := &profile.Profile{Sample: []*profile.Sample{s}, Location: []*profile.Location{loc}, Function: []*profile.Function{fn}}
+	for i := range n {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: fmt.Sprintf("t%d", i), Unit: "count"})
+		s.Value = append(s.Value, 1)
+		s.NumLabel[fmt.Sprintf("l%d", i)] = []int64{int64(i)}
+	}
+	var raw bytes.Buffer
+	require.NoError(t, p.Write(&raw))
+	t.Logf("%d-byte pprof, %d x %d output entries", raw.Len(), n, n+1)
+	_, err := Convert(p)
+	require.ErrorIs(t, err, ErrExpansion)
 }
 
 func TestLabelKeyCollision(t *testing.T) {
