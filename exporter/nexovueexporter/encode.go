@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
 
 import (
@@ -125,4 +128,11 @@ func restoreAttributes(saved []savedAttrs) {
 	for _, s := range saved {
 		s.copy.MoveTo(s.into)
 	}
+}
+
+func gzipLevel(level int) int {
+	if level == 0 {
+		return -1 // gzip's default
+	}
+	return level
 }

@@ -1,17 +1,15 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,26 +20,11 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/pprofile"
-	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter/internal/metadata"
-)
-
-const (
-	maxResponseBytes   = 64 * 1024
-	maxLoggedMessage   = 1024
-	maxRetryAfter      = 24 * time.Hour
-	protobufType       = "application/x-protobuf"
-	jsonType           = "application/json"
-	pprofileModulePath = "go.opentelemetry.io/collector/pdata/pprofile"
-	// collectorVersion is the profiles format this build speaks when the build
-	// information does not name the pprofile module (it tracks Collector releases).
-	collectorVersion = "0.161.0"
 )
 
 // halveFunc splits a request (refused as too large, or over the pacing
@@ -114,56 +97,6 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 		e.header.Set("Content-Encoding", "gzip")
 	}
 	return nil
-}
-
-// sameOriginRedirects follows a redirect only to the same scheme and host:
-// Go's client would forward the key header to any host it is sent to. A
-// redirect elsewhere comes back as the answer (and is refused as a 3xx).
-func sameOriginRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return http.ErrUseLastResponse
-	}
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		return http.ErrUseLastResponse
-	}
-	return nil
-}
-
-var errGateClosed = errors.New("the Retry-After gate closed before the request left")
-
-// gateTransport is the outermost layer of the exporter's HTTP client. It
-// checks the Retry-After gate at the last moment before a request leaves,
-// and closes it as soon as an answer with a Retry-After comes back, before
-// its body is read: the window in which another consumer could still send
-// after the exporter has the answer is as short as it can be.
-type gateTransport struct {
-	base  http.RoundTripper
-	state *keyState
-}
-
-func (g *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if g.state.gateWait() > 0 {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, errGateClosed
-	}
-	resp, err := g.base.RoundTrip(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		now := time.Now()
-		if until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok && until.After(now) {
-			g.state.closeGate(until)
-		}
-	}
-	return resp, err
-}
-
-func gzipLevel(level int) int {
-	if level == 0 {
-		return -1 // gzip's default
-	}
-	return level
 }
 
 // stopWaiting makes requests held back by pacing or Retry-After give up, so
@@ -401,128 +334,3 @@ func (e *nexovueExporter) recordWait(ctx context.Context, d time.Duration, reaso
 		e.telemetry.ExporterNexovueWaitTime.Add(ctx, d.Seconds(), metric.WithAttributes(attribute.String("reason", reason)))
 	}
 }
-
-// parseRetryAfter reads a Retry-After value in either of its forms
-// (delay-seconds or HTTP-date) and returns the time before which no request
-// may leave.
-func parseRetryAfter(v string, now time.Time) (time.Time, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}, false
-	}
-	if strings.Trim(v, "0123456789") == "" {
-		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs > int64(maxRetryAfter/time.Second) {
-			secs = int64(maxRetryAfter / time.Second)
-		}
-		return now.Add(time.Duration(secs) * time.Second), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return minTime(t, now.Add(maxRetryAfter)), true
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// readResponse reads at most maxResponseBytes of the body and closes it. It
-// returns the ingest's message (from a google.rpc.Status, JSON or text body),
-// with the key redacted, and for 2xx answers the partial success, if any.
-func (e *nexovueExporter) readResponse(resp *http.Response) (string, *pprofileotlp.ExportPartialSuccess) {
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	_, _ = io.CopyN(io.Discard, resp.Body, maxResponseBytes) // let the connection be reused
-	ctype := resp.Header.Get("Content-Type")
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		if len(body) == 0 {
-			return "", nil
-		}
-		r := pprofileotlp.NewExportResponse()
-		var err error
-		switch {
-		case strings.HasPrefix(ctype, protobufType):
-			err = r.UnmarshalProto(body)
-		case strings.HasPrefix(ctype, jsonType):
-			err = r.UnmarshalJSON(body)
-		default:
-			return "", nil
-		}
-		if err != nil {
-			return "", nil
-		}
-		ps := r.PartialSuccess()
-		if ps.RejectedProfiles() == 0 && ps.ErrorMessage() == "" {
-			return "", nil
-		}
-		return "", &ps
-	}
-	return truncate(e.redact(responseMessage(ctype, body))), nil
-}
-
-func responseMessage(ctype string, body []byte) string {
-	switch {
-	case strings.HasPrefix(ctype, protobufType):
-		st := &status.Status{}
-		if err := proto.Unmarshal(body, st); err == nil && st.GetMessage() != "" {
-			return st.GetMessage()
-		}
-	case strings.HasPrefix(ctype, jsonType):
-		var st struct {
-			Message string `json:"message"`
-			Error   string `json:"error"`
-		}
-		if err := json.Unmarshal(body, &st); err == nil && (st.Message != "" || st.Error != "") {
-			return strings.TrimSpace(st.Message + " " + st.Error)
-		}
-	}
-	msg := strings.TrimSpace(string(body))
-	if msg == "" {
-		return "(no message)"
-	}
-	return msg
-}
-
-// truncate keeps a logged message short and valid UTF-8.
-func truncate(msg string) string {
-	if len(msg) > maxLoggedMessage {
-		msg = msg[:maxLoggedMessage] + "…"
-	}
-	return strings.ToValidUTF8(msg, "?")
-}
-
-// redact removes the key from anything the ingest or the network sends back.
-func (e *nexovueExporter) redact(s string) string {
-	if e.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, e.key, "[REDACTED]")
-}
-
-func (e *nexovueExporter) redactErr(err error) error {
-	if e.key == "" || !strings.Contains(err.Error(), e.key) {
-		return err
-	}
-	return errors.New(e.redact(err.Error()))
-}
-
-var profilesFormat = sync.OnceValue(func() string {
-	v := collectorVersion
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range bi.Deps {
-			if dep.Path == pprofileModulePath {
-				v = strings.TrimPrefix(dep.Version, "v")
-				if dep.Replace != nil && dep.Replace.Version != "" {
-					v = strings.TrimPrefix(dep.Replace.Version, "v")
-				}
-				break
-			}
-		}
-	}
-	return "OTLP profiles v1development of OpenTelemetry Collector " + v
-})

@@ -1,3 +1,6 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
 
 import (
@@ -16,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/xexporter"
 
 	"github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter/internal/metadata"
+	"github.com/nexovue/otelcol-nexovue/internal/profilesplit"
 )
 
 // NewFactory creates a factory for the nexovue exporter.
@@ -82,3 +86,7 @@ func (p *profilesExporter) Shutdown(ctx context.Context) error {
 	p.exp.stopWaiting()
 	return p.Profiles.Shutdown(ctx)
 }
+
+// defaultHalve is the shared splitting code of the frame_limit processor:
+// two halves by frames, each with its own compacted dictionary.
+var defaultHalve halveFunc = profilesplit.Halve

@@ -1,10 +1,10 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
 
 import (
-	"context"
 	"crypto/sha256"
-	"errors"
-	"slices"
 	"sync"
 	"time"
 )
@@ -32,31 +32,6 @@ type keyState struct {
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
-
-// booking is one request's place in the pacing window. A booking is made
-// for a time (at) and leaves the window paceWindow after it. Once its request
-// has left (inFlight), the ingest may count it at any moment until the answer
-// comes back, so it stays in the window until paceWindow after the answer:
-// answered moves at to the answer's time.
-type booking struct {
-	id       uint64
-	at       time.Time
-	samples  int
-	inFlight bool
-}
-
-// start is when the booking counts from, as seen at now: an in-flight
-// request may still be counted by the ingest now.
-func (b booking) start(now time.Time) time.Time {
-	if b.inFlight && now.After(b.at) {
-		return now
-	}
-	return b.at
-}
-
-// paceWindow is the ingest's one-second window plus a margin, so that
-// requests sent just over a second apart do not arrive just under it.
-const paceWindow = time.Second + 50*time.Millisecond
 
 var registry struct {
 	mu     sync.Mutex
@@ -120,123 +95,6 @@ func (s *keyState) gateWait() time.Duration {
 	return s.notBefore.Sub(s.now())
 }
 
-// maxSamples is the most samples one request may carry to fit in the
-// pacing window (0: pacing is off).
-func (s *keyState) maxSamples() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limit
-}
-
-// reserve books a request of n samples and returns its id and how long it
-// must wait before it leaves: the earliest time, no earlier than the
-// requests booked before it, at which the samples still in the window plus
-// n stay within the limit. A request larger than the limit waits until the
-// window is empty and then goes alone: nothing deadlocks. The time is a
-// lower bound while requests are in flight: admit books again after waiting.
-func (s *keyState) reserve(n int) (uint64, time.Duration) {
-	return s.rebook(0, n)
-}
-
-// rebook is reserve for booking id (0: a new booking). A booking made again
-// keeps its place: only the bookings made before it are considered, and it
-// keeps its id.
-func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.limit <= 0 || n <= 0 {
-		return 0, 0
-	}
-	now := s.now()
-	// Forget what left the window; keep what is in flight.
-	kept := s.sent[:0]
-	for _, b := range s.sent {
-		if b.inFlight || b.at.Add(paceWindow).After(now) {
-			kept = append(kept, b)
-		}
-	}
-	s.sent = kept
-
-	at := now
-	inWindow := 0
-	exits := make([]booking, 0, len(s.sent))
-	for _, b := range s.sent {
-		if id != 0 && b.id >= id {
-			continue
-		}
-		inWindow += b.samples
-		start := b.start(now)
-		if start.After(at) {
-			at = start // keep the booking order
-		}
-		exits = append(exits, booking{at: start.Add(paceWindow), samples: b.samples})
-	}
-	// Let the bookings that leave the window first go until n fits.
-	slices.SortFunc(exits, func(a, b booking) int { return a.at.Compare(b.at) })
-	for j := 0; j < len(exits) && inWindow+n > s.limit; j++ {
-		if exits[j].at.After(at) {
-			at = exits[j].at
-		}
-		inWindow -= exits[j].samples
-	}
-	if id != 0 {
-		for i := range s.sent {
-			if s.sent[i].id == id {
-				s.sent[i].at = at
-				return id, at.Sub(now)
-			}
-		}
-	}
-	s.nextID++
-	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n})
-	return s.nextID, at.Sub(now)
-}
-
-// depart marks a booking's request as sent: it stays in the window until
-// paceWindow after its answer.
-func (s *keyState) depart(id uint64) {
-	s.update(id, func(b *booking) {
-		b.inFlight = true
-		if now := s.now(); now.After(b.at) {
-			b.at = now
-		}
-	})
-}
-
-// answered ends a booking's flight: the ingest counted it by now at the latest.
-func (s *keyState) answered(id uint64) {
-	s.update(id, func(b *booking) {
-		b.inFlight = false
-		if now := s.now(); now.After(b.at) {
-			b.at = now
-		}
-	})
-}
-
-func (s *keyState) update(id uint64, f func(*booking)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.sent {
-		if s.sent[i].id == id {
-			f(&s.sent[i])
-			return
-		}
-	}
-}
-
-// cancel removes the booking of a request that did not leave, or that the
-// ingest refused (it counts only the samples it accepts).
-func (s *keyState) cancel(id uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, b := range s.sent {
-		if b.id == id {
-			s.sent = append(s.sent[:i], s.sent[i+1:]...)
-			return
-		}
-	}
-}
-
 // shouldLogRejectedKey reports whether the rejected-key error may be logged
 // now: at most once a minute per key.
 func (s *keyState) shouldLogRejectedKey() bool {
@@ -248,70 +106,4 @@ func (s *keyState) shouldLogRejectedKey() bool {
 	}
 	s.lastKeyLog = now
 	return true
-}
-
-var errStopped = errors.New("the exporter is shutting down")
-
-// waits records how long admit held a request back, and its booking in the
-// pacing window (0 when pacing is off).
-type waits struct {
-	pacing, retryAfter time.Duration
-	booking            uint64
-}
-
-// admit holds a request of n samples back until it may leave: until the
-// Retry-After gate is open and the pacing window has room for it. If the
-// gate closes while the request waits for pacing, its booking is given up
-// and made again once the gate opens. admit returns early with an error when
-// ctx is done or stop is closed.
-func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int) (waits, error) {
-	var w waits
-	var id uint64
-	for {
-		if d := s.gateWait(); d > 0 {
-			start := time.Now()
-			err := sleep(ctx, stop, d)
-			w.retryAfter += time.Since(start)
-			if err != nil {
-				return w, err
-			}
-			continue // the gate may have moved while we slept
-		}
-		// After a wait, the booking is made again in its place: requests in
-		// flight when it was made may have been answered later than it assumed.
-		var d time.Duration
-		id, d = s.rebook(id, n)
-		if d > 0 {
-			start := time.Now()
-			err := sleep(ctx, stop, d)
-			w.pacing += time.Since(start)
-			if err != nil {
-				s.cancel(id)
-				return w, err
-			}
-			continue
-		}
-		if s.gateWait() > 0 {
-			s.cancel(id)
-			id = 0
-			continue
-		}
-		s.depart(id)
-		w.booking = id
-		return w, nil
-	}
-}
-
-// sleep waits d, or until ctx is done or stop is closed.
-func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-stop:
-		return errStopped
-	}
 }
