@@ -1,0 +1,31 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package nexovueexporter
+
+import (
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestModuleVersionFromBuildInfo(t *testing.T) {
+	bi := &debug.BuildInfo{Deps: []*debug.Module{
+		{Path: "example.com/other", Version: "v1.2.3"},
+		{Path: pprofileModulePath, Version: "v0.170.0"},
+	}}
+	assert.Equal(t, "0.170.0", moduleVersion(bi, pprofileModulePath))
+
+	bi.Deps[1].Replace = &debug.Module{Path: pprofileModulePath, Version: "v0.171.1"}
+	assert.Equal(t, "0.171.1", moduleVersion(bi, pprofileModulePath), "a replace with a version wins")
+
+	assert.Contains(t, moduleVersion(nil, pprofileModulePath), "unknown version")
+	assert.Contains(t, moduleVersion(&debug.BuildInfo{}, pprofileModulePath), "unknown version")
+
+	// This test binary's own build information names the module.
+	real, ok := debug.ReadBuildInfo()
+	if assert.True(t, ok) {
+		assert.NotContains(t, moduleVersion(real, pprofileModulePath), "unknown")
+	}
+}
