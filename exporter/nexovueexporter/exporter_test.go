@@ -156,7 +156,7 @@ func TestBadRequestLogsMessageFormatAndHint(t *testing.T) {
 	assert.Equal(t, zapcore.ErrorLevel, entries[0].Level)
 	f := entries[0].ContextMap()
 	assert.Equal(t, "stack_table[7]: location index 912 out of range", f["message"])
-	assert.Contains(t, f["profiles_format"], "Collector 0.161.0")
+	assert.Equal(t, profilesFormat(), f["profiles_format"]) // the version: tests/e2e TestBadFormatLogged
 	assert.Contains(t, f["hint"], "table index")
 	assert.Equal(t, int64(25), h.intSum(t, mDropped, attribute.String("reason", "bad_request")))
 }
