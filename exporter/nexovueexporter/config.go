@@ -6,6 +6,7 @@ package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/n
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,6 +80,11 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("headers::%s: set the ingest key with `key`, not as a header", keyHeader))
 		}
 	}
+	if cfg.ClientConfig.Timeout <= 0 {
+		// confighttp takes 0 as no time limit: a connection that hangs
+		// would hold a queue consumer forever.
+		errs = append(errs, fmt.Errorf("timeout: must be positive (the default is 30s), got %s: without a time limit a hung connection holds a queue consumer forever", cfg.ClientConfig.Timeout))
+	}
 	if cfg.RateLimit.SamplesPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("rate_limit::samples_per_second: must be 0 (off) or positive, got %d", cfg.RateLimit.SamplesPerSecond))
 	}
@@ -106,6 +112,21 @@ func validateEndpoint(endpoint string) error {
 		return fmt.Errorf("endpoint: %q must not have a query or fragment", u.Redacted())
 	}
 	return nil
+}
+
+// clearTextToRemoteHost reports whether endpoint is http:// to a host that is
+// not loopback: the key would cross the network in clear text.
+func clearTextToRemoteHost(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // profilesURL is the URL requests are sent to: <endpoint>/v1development/profiles.

@@ -105,6 +105,7 @@ func TestConfigValidationErrors(t *testing.T) {
 		{name: "badendpoint", want: []string{"endpoint:", "https://"}},
 		{name: "emptyendpoint", want: []string{"endpoint:", "must not be empty"}},
 		{name: "keyheader", want: []string{"headers::x-nexovue-key", "`key`"}},
+		{name: "zerotimeout", want: []string{"timeout:", "must be positive"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

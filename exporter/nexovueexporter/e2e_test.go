@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/otel/attribute"
@@ -194,7 +195,8 @@ func TestEndToEndWrongKey(t *testing.T) {
 	cfg.Key = "not-the-key"
 	h := newHarness(t, cfg)
 
-	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), seqBatch(t, 50, 0, 80)), "dropped and counted, not failed")
+	err := h.exp.ConsumeProfiles(context.Background(), seqBatch(t, 50, 0, 80))
+	require.True(t, consumererror.IsPermanent(err), "dropped and failed permanently: %v", err)
 	assert.Equal(t, 1, srv.Requests(http.StatusUnauthorized))
 	assert.Equal(t, 1, h.logs.FilterMessageSnippet("rejected the ingest key").Len())
 	assert.Equal(t, int64(50), h.intSum(t, mDropped, attribute.String("reason", "rejected_key")))

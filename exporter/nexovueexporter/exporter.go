@@ -25,12 +25,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter/internal/metadata"
+	"github.com/nexovue/otelcol-nexovue/internal/profilesplit"
 )
 
 // halveFunc splits a request (refused as too large, or over the pacing
 // limit) into two halves with compacted dictionaries; ok is false when it
-// cannot be split.
-type halveFunc func(pprofile.Profiles) (first, second pprofile.Profiles, ok bool)
+// cannot be split, err names the field of an index outside its dictionary.
+type halveFunc func(pprofile.Profiles) (first, second pprofile.Profiles, ok bool, err error)
 
 type nexovueExporter struct {
 	cfg       *Config
@@ -48,6 +49,10 @@ type nexovueExporter struct {
 	header http.Header
 	state  *keyState
 
+	// draining is closed when shutdown begins; stop when requests held back
+	// by pacing or Retry-After must give up (see beginShutdown).
+	drainOnce   sync.Once
+	draining    chan struct{}
 	stopOnce    sync.Once
 	stop        chan struct{}
 	releaseOnce sync.Once
@@ -67,6 +72,7 @@ func newExporter(cfg *Config, set exporter.Settings, halve halveFunc) (*nexovueE
 		key:       string(cfg.Key),
 		userAgent: fmt.Sprintf("%s/%s (%s/%s)", set.BuildInfo.Description, set.BuildInfo.Version, runtime.GOOS, runtime.GOARCH),
 		halve:     halve,
+		draining:  make(chan struct{}),
 		stop:      make(chan struct{}),
 	}, nil
 }
@@ -89,6 +95,10 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 		return err
 	}
 	client.CheckRedirect = sameOriginRedirects
+	if clearTextToRemoteHost(e.cfg.ClientConfig.Endpoint) {
+		e.logger.Warn("the nexovue endpoint is http:// to a host that is not loopback: the ingest key and the profiles travel in clear text; use https://",
+			zap.String("endpoint", e.cfg.ClientConfig.Endpoint))
+	}
 	e.state = acquireKeyState(e.url, e.key, e.cfg.RateLimit.SamplesPerSecond)
 	client.Transport = &gateTransport{base: client.Transport, state: e.state}
 	e.client, e.enc = client, enc
@@ -99,8 +109,42 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
-// stopWaiting makes requests held back by pacing or Retry-After give up, so
-// that shutdown does not wait for them.
+// beginShutdown is called before the helper drains its queue. With a
+// persistent queue, requests held back by pacing or Retry-After give up at
+// once and stay queued (the helper keeps a request whose export was
+// interrupted by shutdown). With the in-memory queue they keep waiting, and
+// are sent, until ctx ends; then they give up and are counted as dropped.
+func (e *nexovueExporter) beginShutdown(ctx context.Context) {
+	e.drainOnce.Do(func() { close(e.draining) })
+	if e.persistentQueue() {
+		e.stopWaiting()
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			e.stopWaiting()
+		case <-e.stop:
+		}
+	}()
+}
+
+func (e *nexovueExporter) persistentQueue() bool {
+	return e.cfg.QueueConfig.HasValue() && e.cfg.QueueConfig.Get().StorageID != nil
+}
+
+// shuttingDown reports whether the in-memory queue is draining: the helper's
+// retries are stopped, so the exporter retries throttled requests itself.
+func (e *nexovueExporter) drainingInMemory() bool {
+	select {
+	case <-e.draining:
+		return !e.persistentQueue()
+	default:
+		return false
+	}
+}
+
+// stopWaiting makes requests held back by pacing or Retry-After give up.
 func (e *nexovueExporter) stopWaiting() {
 	e.stopOnce.Do(func() { close(e.stop) })
 }
@@ -146,16 +190,26 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 	pending := []pprofile.Profiles{pd} // a stack: the first half is sent first
 	done := false                      // some part was accepted or dropped
 	var permErrs []error
+	// halved splits p onto pending; a malformed p is dropped (permanent).
+	halved := func(p pprofile.Profiles) bool {
+		first, second, ok, err := e.split(ctx, p)
+		if err != nil {
+			done = true
+			permErrs = append(permErrs, err)
+			return true
+		}
+		if ok {
+			pending = append(pending, second, first)
+		}
+		return ok
+	}
 	for len(pending) > 0 {
 		p := pending[len(pending)-1]
 		pending = pending[:len(pending)-1]
-		if limit := e.state.maxSamples(); limit > 0 && p.SampleCount() > limit {
-			if first, second, ok := e.split(ctx, p); ok {
-				pending = append(pending, second, first)
-				continue
-			}
+		if limit := e.state.maxSamples(); limit > 0 && p.SampleCount() > limit && halved(p) {
+			continue
 		}
-		out, err := e.send(ctx, p)
+		out, err := e.sendDraining(ctx, p)
 		switch out {
 		case sent:
 			done = true
@@ -164,9 +218,9 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 			permErrs = append(permErrs, err)
 		case rejectedKey:
 			done = true
+			permErrs = append(permErrs, err)
 		case tooLarge:
-			if first, second, ok := e.split(ctx, p); ok {
-				pending = append(pending, second, first)
+			if halved(p) {
 				continue
 			}
 			done = true
@@ -180,7 +234,7 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 				// Nothing of pd left the exporter: retry pd as it is.
 				return err
 			}
-			unsent, mergeErr := merge(append(pending, p))
+			unsent, mergeErr := profilesplit.Merge(append(pending, p)...)
 			if mergeErr != nil {
 				n := unsent.SampleCount()
 				e.drop(ctx, n, "encoding")
@@ -195,28 +249,49 @@ func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error 
 	return nil
 }
 
-// split halves p with the shared splitting code and counts its samples as split.
-func (e *nexovueExporter) split(ctx context.Context, p pprofile.Profiles) (first, second pprofile.Profiles, ok bool) {
+// split halves p with the shared splitting code and counts its samples as
+// split. A request with an index outside its dictionary cannot be halved: it
+// is dropped as a bad request, and the error names the field.
+func (e *nexovueExporter) split(ctx context.Context, p pprofile.Profiles) (first, second pprofile.Profiles, ok bool, err error) {
 	n := p.SampleCount()
 	if n < 2 || e.halve == nil {
-		return first, second, false
+		return first, second, false, nil
 	}
-	if first, second, ok = e.halve(p); ok {
+	first, second, ok, err = e.halve(p)
+	if err != nil {
+		e.drop(ctx, n, "bad_request")
+		e.logger.Error("a request to the nexovue ingest is malformed and cannot be split; its samples are dropped",
+			zap.Error(err), zap.Int("dropped_samples", n), zap.String("url", e.url))
+		return first, second, false, fmt.Errorf("bad request: cannot split it for %s: %w", e.url, err)
+	}
+	if ok {
 		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n))
 	}
-	return first, second, ok
+	return first, second, ok, nil
 }
 
-// merge joins the parts into the first one, whose dictionary keeps the zero
-// entries the data model requires at index 0.
-func merge(parts []pprofile.Profiles) (pprofile.Profiles, error) {
-	out := parts[0]
-	for _, p := range parts[1:] {
-		if err := p.MergeTo(out); err != nil {
+// sendDraining is send, except while the in-memory queue drains at
+// shutdown: the helper's retries are stopped then, so a request throttled
+// with a Retry-After is tried again here once the gate opens, until the
+// shutdown context ends (or max_elapsed_time has passed); then it is counted
+// as dropped. Other retryable failures are left to the helper, as before.
+func (e *nexovueExporter) sendDraining(ctx context.Context, p pprofile.Profiles) (outcome, error) {
+	start := time.Now()
+	for {
+		out, err := e.send(ctx, p)
+		if out == retryable && errors.Is(err, errStopped) && !e.persistentQueue() {
+			e.drop(ctx, p.SampleCount(), "shutdown")
 			return out, err
 		}
+		if out != retryable || !e.drainingInMemory() || e.state.gateWait() <= 0 {
+			return out, err
+		}
+		if limit := e.maxGateWait(); limit > 0 && time.Since(start)+e.state.gateWait() > limit {
+			e.drop(ctx, p.SampleCount(), "shutdown")
+			return out, err
+		}
+		// send waits for the gate before the next attempt.
 	}
-	return out, nil
 }
 
 func (e *nexovueExporter) drop(ctx context.Context, n int, reason string) {
@@ -235,13 +310,20 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 	var (
 		resp *http.Response
 		w    waits
+		left time.Time // when the request left
 	)
 	for {
-		w, err = e.state.admit(ctx, e.stop, n)
+		w, err = e.state.admit(ctx, e.stop, n, e.maxGateWait())
 		e.recordWaits(ctx, w)
+		var tooLong gateTooLongError
+		if errors.As(err, &tooLong) {
+			// The helper gives up at once: the delay is past max_elapsed_time.
+			return retryable, exporterhelper.NewThrottleRetry(fmt.Errorf("request to %s held back: %w", e.url, err), tooLong.wait)
+		}
 		if err != nil {
 			return retryable, fmt.Errorf("request to %s held back by pacing or Retry-After: %w", e.url, err)
 		}
+		left = e.state.now()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 		if err != nil {
 			return permanent, fmt.Errorf("building the request to %s: %w", e.url, err)
@@ -272,6 +354,7 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 
 	switch {
 	case code >= 200 && code <= 299:
+		e.state.acceptedAt(left, n)
 		e.telemetry.ExporterNexovueSamplesSent.Add(ctx, int64(n))
 		if partial != nil {
 			e.logger.Warn("nexovue ingest accepted the request partially",
@@ -288,7 +371,9 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 			e.logger.Error("nexovue ingest rejected the ingest key: check NEXOVUE_KEY (the exporter's `key` setting); profiles are dropped until it is fixed",
 				zap.Int("status_code", code), zap.String("url", e.url), zap.String("message", msg), zap.Int("dropped_samples", n))
 		}
-		return rejectedKey, nil
+		// A permanent error, so that the helper counts the samples as
+		// failed; the explanation above is logged once a minute.
+		return rejectedKey, fmt.Errorf("request to %s refused: the ingest rejected the key (HTTP %d)", e.url, code)
 	case code == http.StatusBadRequest:
 		e.drop(ctx, n, "bad_request")
 		e.logger.Error("nexovue ingest refused the request (HTTP 400)",
@@ -299,6 +384,12 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		return permanent, fmt.Errorf("request to %s refused (HTTP 400): %s (this build sends %s)", e.url, msg, profilesFormat())
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		err := fmt.Errorf("request to %s throttled (HTTP %d): %s", e.url, code, msg)
+		if code == http.StatusTooManyRequests {
+			if rate := e.state.throttled(left); rate > 0 {
+				e.logger.Info("nexovue ingest throttled the key (HTTP 429): pacing lowered to what it accepted in the last window; it climbs back without 429s",
+					zap.Int("samples_per_second", int(rate)), zap.Int("rate_limit", e.cfg.RateLimit.SamplesPerSecond), zap.String("url", e.url))
+			}
+		}
 		now := time.Now()
 		until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now)
 		if !ok || !until.After(now) {
@@ -318,6 +409,16 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		e.drop(ctx, n, "rejected")
 		return permanent, fmt.Errorf("request to %s refused (HTTP %d): %s", e.url, code, msg)
 	}
+}
+
+// maxGateWait bounds how long a request waits for the Retry-After gate: the
+// helper's max_elapsed_time, past which it would drop the request anyway (0:
+// no bound, when retries are off or have no time limit).
+func (e *nexovueExporter) maxGateWait() time.Duration {
+	if !e.cfg.RetryConfig.Enabled {
+		return 0
+	}
+	return e.cfg.RetryConfig.MaxElapsedTime
 }
 
 func (e *nexovueExporter) countRequest(ctx context.Context, code int) {

@@ -106,9 +106,9 @@ func TestFullSuccessBodyLogsNothing(t *testing.T) {
 }
 
 // TestRejectedKeyIsDroppedAndLoggedOnceAMinute: a rejected key drops the
-// data (counted), is not retried, and is logged by the exporter at most once
-// a minute. The export returns no error: the exporterhelper would log each
-// failed export again, defeating the once-a-minute rule.
+// data (counted), is not retried, and the explanation (check NEXOVUE_KEY)
+// is logged by the exporter at most once a minute. The export fails
+// permanently, so the helper counts the samples as failed, not as sent.
 func TestRejectedKeyIsDroppedAndLoggedOnceAMinute(t *testing.T) {
 	for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
@@ -118,9 +118,14 @@ func TestRejectedKeyIsDroppedAndLoggedOnceAMinute(t *testing.T) {
 			h.inner.state.now = func() time.Time { return clock }
 
 			for range 3 {
-				require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
+				err := h.exp.ConsumeProfiles(context.Background(), batch(20, 5))
+				require.Error(t, err)
+				assert.True(t, consumererror.IsPermanent(err))
+				assert.NotContains(t, err.Error(), "NEXOVUE_KEY", "the explanation is logged once a minute, not with every error")
 			}
-			assert.Equal(t, 1, h.logs.FilterLevelExact(zapcore.ErrorLevel).Len(), "one error line in all")
+			assert.Zero(t, h.intSum(t, "otelcol_exporter_sent_profile_samples"), "the helper must not count refused samples as sent")
+			assert.Equal(t, int64(60), h.intSum(t, "otelcol_exporter_send_failed_profile_samples"))
+			// The helper logs each failed export itself; the explanation once.
 			assert.Len(t, ing.requests(), 3, "permanent: no retries")
 			rejected := h.logs.FilterMessageSnippet("rejected the ingest key")
 			require.Equal(t, 1, rejected.Len())
@@ -131,7 +136,7 @@ func TestRejectedKeyIsDroppedAndLoggedOnceAMinute(t *testing.T) {
 			assert.Equal(t, int64(3), h.intSum(t, mRequests, attribute.Int("status_code", code)))
 
 			clock = clock.Add(61 * time.Second)
-			require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
+			require.Error(t, h.exp.ConsumeProfiles(context.Background(), batch(20, 5)))
 			assert.Equal(t, 2, h.logs.FilterMessageSnippet("rejected the ingest key").Len())
 		})
 	}

@@ -74,19 +74,19 @@ func newProfilesExporter(ctx context.Context, set exporter.Settings, cfg *Config
 	return &profilesExporter{Profiles: helper, exp: e}, nil
 }
 
-// profilesExporter stops the exporter's own waits before the helper shuts
-// down: the helper drains its queue before it calls the exporter's shutdown,
-// and a request held back by pacing or Retry-After would hold shutdown up.
+// profilesExporter tells the exporter that shutdown begins before the helper
+// drains its queue (the helper calls the exporter's own shutdown last): see
+// beginShutdown for what happens to requests held back by pacing or Retry-After.
 type profilesExporter struct {
 	xexporter.Profiles
 	exp *nexovueExporter
 }
 
 func (p *profilesExporter) Shutdown(ctx context.Context) error {
-	p.exp.stopWaiting()
+	p.exp.beginShutdown(ctx)
 	return p.Profiles.Shutdown(ctx)
 }
 
 // defaultHalve is the shared splitting code of the frame_limit processor:
 // two halves by frames, each with its own compacted dictionary.
-var defaultHalve halveFunc = profilesplit.Halve
+var defaultHalve halveFunc = profilesplit.HalveChecked

@@ -22,11 +22,13 @@ type keyState struct {
 	mu sync.Mutex
 	// notBefore is the Retry-After gate: no request leaves before it.
 	notBefore time.Time
-	// Pacing: at most limit samples leave in any paceWindow. sent holds the
+	// Pacing: at most limitAt(now) samples leave in any paceWindow (ceiling,
+	// the configured limit, until a 429 lowers it: see adaptive.go). sent holds the
 	// requests that left or are booked to leave, in leaving order.
-	limit  int
-	sent   []booking
-	nextID uint64
+	ceiling int
+	ad      adaptive
+	sent    []booking
+	nextID  uint64
 	// lastKeyLog is when the rejected-key error was last logged.
 	lastKeyLog time.Time
 	// now is time.Now, replaceable in tests.
@@ -61,8 +63,8 @@ func acquireKeyState(endpoint, key string, samplesPerSecond int) *keyState {
 	s.refs++
 	if samplesPerSecond > 0 {
 		s.mu.Lock()
-		if s.limit == 0 || samplesPerSecond < s.limit {
-			s.limit = samplesPerSecond
+		if s.ceiling == 0 || samplesPerSecond < s.ceiling {
+			s.ceiling = samplesPerSecond
 		}
 		s.mu.Unlock()
 	}

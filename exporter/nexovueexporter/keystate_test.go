@@ -176,12 +176,12 @@ func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
 	t.Run("pacing, context cancelled", func(t *testing.T) {
 		s := acquireKeyState("https://admit.test/cancel", testKey, 10)
 		defer s.release()
-		first, err := s.admit(context.Background(), nil, 10) // fills the window
+		first, err := s.admit(context.Background(), nil, 10, 0) // fills the window
 		require.NoError(t, err)
 		s.answered(first.booking)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		w, err := s.admit(ctx, nil, 10)
+		w, err := s.admit(ctx, nil, 10, 0)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Positive(t, w.pacing)
 		s.mu.Lock()
@@ -194,7 +194,7 @@ func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
 		s.closeGate(time.Now().Add(time.Hour))
 		stop := make(chan struct{})
 		close(stop)
-		w, err := s.admit(context.Background(), stop, 1)
+		w, err := s.admit(context.Background(), stop, 1, 0)
 		require.ErrorIs(t, err, errStopped)
 		assert.Less(t, w.retryAfter, time.Hour)
 	})
@@ -206,11 +206,11 @@ func TestAdmitGivesUpOnCancelAndStop(t *testing.T) {
 func TestAdmitWaitsForTheAnswerOfARequestInFlight(t *testing.T) {
 	s := acquireKeyState("https://admit.test/inflight", testKey, 10)
 	defer s.release()
-	first, err := s.admit(context.Background(), nil, 10)
+	first, err := s.admit(context.Background(), nil, 10, 0)
 	require.NoError(t, err)
 	done := make(chan time.Time, 1)
 	go func() {
-		_, err := s.admit(context.Background(), nil, 5)
+		_, err := s.admit(context.Background(), nil, 5, 0)
 		assert.NoError(t, err)
 		done <- time.Now()
 	}()
@@ -228,13 +228,13 @@ func TestAdmitWaitsForTheAnswerOfARequestInFlight(t *testing.T) {
 func TestAdmitBooksAgainWhenTheGateClosesDuringPacing(t *testing.T) {
 	s := acquireKeyState("https://admit.test/rebook", testKey, 10)
 	defer s.release()
-	first, err := s.admit(context.Background(), nil, 10) // fills the window
+	first, err := s.admit(context.Background(), nil, 10, 0) // fills the window
 	require.NoError(t, err)
 	s.answered(first.booking)
 
 	done := make(chan waits, 1)
 	go func() {
-		w, err := s.admit(context.Background(), nil, 5)
+		w, err := s.admit(context.Background(), nil, 5, 0)
 		assert.NoError(t, err)
 		done <- w
 	}()

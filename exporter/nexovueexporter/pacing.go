@@ -6,6 +6,7 @@ package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/n
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -24,6 +25,8 @@ type booking struct {
 	at       time.Time
 	samples  int
 	inFlight bool
+	// left is when the request left (zero until then).
+	left time.Time
 }
 
 // start is when the booking counts from, as seen at now: an in-flight
@@ -36,11 +39,11 @@ func (b booking) start(now time.Time) time.Time {
 }
 
 // maxSamples is the most samples one request may carry to fit in the
-// pacing window (0: pacing is off).
+// pacing window at the current rate (0: pacing is off).
 func (s *keyState) maxSamples() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.limit
+	return s.limitAt(s.now())
 }
 
 // reserve books a request of n samples and returns its id and how long it
@@ -59,10 +62,12 @@ func (s *keyState) reserve(n int) (uint64, time.Duration) {
 func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.limit <= 0 || n <= 0 {
+	if s.ceiling <= 0 || n <= 0 {
 		return 0, 0
 	}
 	now := s.now()
+	limit := s.limitAt(now)
+	spaced := s.adapted()
 	// Forget what left the window; keep what is in flight.
 	kept := s.sent[:0]
 	for _, b := range s.sent {
@@ -84,11 +89,22 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		if start.After(at) {
 			at = start // keep the booking order
 		}
+		if spaced {
+			// After a 429 requests leave evenly, each one its samples'
+			// share of the window after the one before it.
+			from := b.at
+			if !b.left.IsZero() {
+				from = b.left
+			}
+			if next := from.Add(time.Duration(float64(paceWindow) * float64(b.samples) / float64(limit))); next.After(at) {
+				at = next
+			}
+		}
 		exits = append(exits, booking{at: start.Add(paceWindow), samples: b.samples})
 	}
 	// Let the bookings that leave the window first go until n fits.
 	slices.SortFunc(exits, func(a, b booking) int { return a.at.Compare(b.at) })
-	for j := 0; j < len(exits) && inWindow+n > s.limit; j++ {
+	for j := 0; j < len(exits) && inWindow+n > limit; j++ {
 		if exits[j].at.After(at) {
 			at = exits[j].at
 		}
@@ -112,9 +128,11 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 func (s *keyState) depart(id uint64) {
 	s.update(id, func(b *booking) {
 		b.inFlight = true
-		if now := s.now(); now.After(b.at) {
+		now := s.now()
+		if now.After(b.at) {
 			b.at = now
 		}
+		b.left = now
 	})
 }
 
@@ -165,12 +183,20 @@ type waits struct {
 // Retry-After gate is open and the pacing window has room for it. If the
 // gate closes while the request waits for pacing, its booking is given up
 // and made again once the gate opens. admit returns early with an error when
-// ctx is done or stop is closed.
-func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int) (waits, error) {
+// ctx is done or stop is closed, and at once with a gateTooLongError when the
+// gate stays closed longer than maxWait from now (0: no bound).
+func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int, maxWait time.Duration) (waits, error) {
 	var w waits
 	var id uint64
+	var deadline time.Time
+	if maxWait > 0 {
+		deadline = time.Now().Add(maxWait)
+	}
 	for {
 		if d := s.gateWait(); d > 0 {
+			if !deadline.IsZero() && time.Now().Add(d).After(deadline) {
+				return w, gateTooLongError{wait: d, maxWait: maxWait}
+			}
 			start := time.Now()
 			err := sleep(ctx, stop, d)
 			w.retryAfter += time.Since(start)
@@ -202,6 +228,16 @@ func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int) (wait
 		w.booking = id
 		return w, nil
 	}
+}
+
+// gateTooLongError: the Retry-After gate stays closed longer than the
+// request may wait (retry_on_failure::max_elapsed_time).
+type gateTooLongError struct {
+	wait, maxWait time.Duration
+}
+
+func (g gateTooLongError) Error() string {
+	return fmt.Sprintf("the Retry-After gate stays closed for %s more, longer than retry_on_failure::max_elapsed_time (%s)", g.wait.Round(time.Millisecond), g.maxWait)
 }
 
 // sleep waits d, or until ctx is done or stop is closed.
