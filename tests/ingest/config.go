@@ -37,6 +37,17 @@ type Config struct {
 	// the next whole second) when RetryAfterHTTPDate is set.
 	RetryAfter         time.Duration
 	RetryAfterHTTPDate bool
+	// NoRetryAfter answers a key over the limit 429 without Retry-After and
+	// without blocking it (as many real backends do): the next request that
+	// fits in the window is accepted.
+	NoRetryAfter bool
+	// ClientHeader, when set, names a request header that tells senders of
+	// one key apart (e.g. each collector of a fleet sets its own value). The
+	// server then also counts, per client, requests that arrived inside a
+	// Retry-After period that client itself was given (Stats.ClientEarlyRetries):
+	// what a sender that honours Retry-After never does. EarlyRetries stays
+	// per key: there a client is also counted when another one was throttled.
+	ClientHeader string
 	// MaxBodyBytes bounds a request body, both as sent and decompressed;
 	// a larger body is answered 413. Default 64 MiB.
 	MaxBodyBytes int64

@@ -21,6 +21,13 @@ type keyWindow struct {
 	sum          int64
 	blockedAt    time.Time // when the last 429 was decided
 	blockedUntil time.Time
+	// clients: the last Retry-After period announced to each client (Config.ClientHeader).
+	clients map[string]clientPeriod
+}
+
+// clientPeriod is a Retry-After period announced to one client.
+type clientPeriod struct {
+	decided, until time.Time
 }
 
 func (k *keyWindow) expire(now time.Time) {
@@ -37,8 +44,11 @@ func (k *keyWindow) expire(now time.Time) {
 type admission struct {
 	refused    bool
 	early      bool
-	retryAfter string // header value when refused
+	retryAfter string // header value when refused ("" with Config.NoRetryAfter)
 	reason     string
+	// clientEarly: the request arrived inside a Retry-After period its own
+	// client was given.
+	clientEarly bool
 }
 
 func ceilSeconds(d time.Duration) int64 {
@@ -70,15 +80,29 @@ func (s *Server) remaining(now, until time.Time) string {
 // admit applies the rate limit (and the random-throttle fault) to a valid
 // request of n samples from key that arrived at arrived, and books it when
 // accepted.
-func (s *Server) admit(key string, n, limit int64, arrived time.Time) admission {
+func (s *Server) admit(key, client string, n, limit int64, arrived time.Time) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
 	k := s.keys[key]
 	if k == nil {
-		k = &keyWindow{}
+		k = &keyWindow{clients: map[string]clientPeriod{}}
 		s.keys[key] = k
 	}
+	d := s.decide(k, n, limit, now, arrived)
+	if client != "" {
+		if p, ok := k.clients[client]; ok && now.Before(p.until) && !arrived.Before(p.decided) {
+			d.clientEarly = true
+		}
+		if d.refused && d.retryAfter != "" {
+			k.clients[client] = clientPeriod{decided: now, until: k.blockedUntil}
+		}
+	}
+	return d
+}
+
+// decide is admit's decision for key window k. Caller holds s.mu.
+func (s *Server) decide(k *keyWindow, n, limit int64, now, arrived time.Time) admission {
 	if now.Before(k.blockedUntil) {
 		// A request that arrived before the 429 was decided was on its way
 		// already: refused too, but not an early retry.
@@ -90,6 +114,9 @@ func (s *Server) admit(key string, n, limit int64, arrived time.Time) admission 
 		return admission{refused: true, early: early, retryAfter: s.remaining(now, k.blockedUntil), reason: reason}
 	}
 	refuse := func(reason string) admission {
+		if s.cfg.NoRetryAfter {
+			return admission{refused: true, reason: reason}
+		}
 		h, until := s.announce(now, s.cfg.RetryAfter)
 		k.blockedAt, k.blockedUntil = now, until
 		return admission{refused: true, retryAfter: h, reason: reason}

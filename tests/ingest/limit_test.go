@@ -160,17 +160,49 @@ func TestRequestOnItsWayBeforeThe429IsNotAnEarlyRetry(t *testing.T) {
 	s := New(Config{SamplesPerSecond: 10, Now: clock.Now})
 	arrivedEarlier := clock.Now()
 	clock.Advance(10 * time.Millisecond)
-	d := s.admit(testKey, 11, 10, clock.Now())
+	d := s.admit(testKey, "", 11, 10, clock.Now())
 	require.True(t, d.refused)
 	require.False(t, d.early)
 
 	// Arrived before the 429 was decided, decided after: refused, not early.
-	d = s.admit(testKey, 1, 10, arrivedEarlier)
+	d = s.admit(testKey, "", 1, 10, arrivedEarlier)
 	assert.True(t, d.refused)
 	assert.False(t, d.early)
 	assert.Equal(t, "1", d.retryAfter)
 	// Arrived after: an early retry.
-	d = s.admit(testKey, 1, 10, clock.Now())
+	d = s.admit(testKey, "", 1, 10, clock.Now())
 	assert.True(t, d.refused)
 	assert.True(t, d.early)
+}
+
+func TestNoRetryAfterRefusesWithoutBlocking(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := New(Config{SamplesPerSecond: 10, NoRetryAfter: true, Now: clock.Now})
+	require.False(t, s.admit(testKey, "", 8, 10, clock.Now()).refused)
+	d := s.admit(testKey, "", 3, 10, clock.Now())
+	assert.True(t, d.refused)
+	assert.Empty(t, d.retryAfter, "no Retry-After")
+	d = s.admit(testKey, "", 2, 10, clock.Now())
+	assert.False(t, d.refused, "the key is not blocked: what fits in the window is accepted")
+	assert.False(t, d.early)
+}
+
+func TestClientEarlyRetriesCountOnlyTheClientThatWasTold(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := New(Config{SamplesPerSecond: 10, Now: clock.Now})
+	require.True(t, s.admit(testKey, "a", 11, 10, clock.Now()).refused) // a is told: 1 s
+	clock.Advance(100 * time.Millisecond)
+	d := s.admit(testKey, "b", 1, 10, clock.Now())
+	assert.True(t, d.refused)
+	assert.True(t, d.early, "per key: inside the period")
+	assert.False(t, d.clientEarly, "b was never told")
+	clock.Advance(100 * time.Millisecond)
+	d = s.admit(testKey, "a", 1, 10, clock.Now())
+	assert.True(t, d.clientEarly, "a was told and sent inside its period")
+	d = s.admit(testKey, "b", 1, 10, clock.Now())
+	assert.True(t, d.clientEarly, "b has been told since")
+	clock.Advance(time.Second)
+	d = s.admit(testKey, "a", 1, 10, clock.Now())
+	assert.False(t, d.refused)
+	assert.False(t, d.clientEarly)
 }

@@ -285,9 +285,18 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 5. rate limit
-	if d := s.admit(key, info.Samples, lim.samplesPerSecond, info.Time); d.refused {
+	var client string
+	if s.cfg.ClientHeader != "" {
+		client = r.Header.Get(s.cfg.ClientHeader)
+		info.Client = client
+	}
+	d := s.admit(key, client, info.Samples, lim.samplesPerSecond, info.Time)
+	info.ClientEarlyRetry = d.clientEarly
+	if d.refused {
 		info.EarlyRetry = d.early
-		w.Header().Set("Retry-After", d.retryAfter)
+		if d.retryAfter != "" {
+			w.Header().Set("Retry-After", d.retryAfter)
+		}
 		refuse(http.StatusTooManyRequests, d.reason)
 		return
 	}

@@ -19,6 +19,10 @@ type RequestInfo struct {
 	ContentEncoding string    `json:"content_encoding,omitempty"`
 	Reason          string    `json:"reason,omitempty"` // why it was refused
 	EarlyRetry      bool      `json:"early_retry,omitempty"`
+	// Client is the Config.ClientHeader value; ClientEarlyRetry: it arrived
+	// inside a Retry-After period this client was given.
+	Client           string `json:"client,omitempty"`
+	ClientEarlyRetry bool   `json:"client_early_retry,omitempty"`
 }
 
 // FunctionCount is a function and its sample count.
@@ -46,16 +50,19 @@ type SeqStats struct {
 // Stats is a snapshot of what the server answered and accepted. It is also
 // served as JSON on GET /stats.
 type Stats struct {
-	RequestsByStatus map[int]int             `json:"requests_by_status"`
-	Dropped          int                     `json:"dropped_connections"`
-	EarlyRetries     int                     `json:"early_retries"`
-	AcceptedRequests int                     `json:"accepted_requests"`
-	SamplesAccepted  int64                   `json:"samples_accepted"`
-	FramesAccepted   int64                   `json:"frames_accepted"`
-	Services         map[string]ServiceStats `json:"services"`
-	Seq              SeqStats                `json:"seq"`
-	Recent           []RequestInfo           `json:"recent_requests"`
-	MissingSeq       []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
+	RequestsByStatus map[int]int `json:"requests_by_status"`
+	Dropped          int         `json:"dropped_connections"`
+	EarlyRetries     int         `json:"early_retries"`
+	// ClientEarlyRetries: requests inside a Retry-After period their own
+	// client was given (only with Config.ClientHeader).
+	ClientEarlyRetries int                     `json:"client_early_retries"`
+	AcceptedRequests   int                     `json:"accepted_requests"`
+	SamplesAccepted    int64                   `json:"samples_accepted"`
+	FramesAccepted     int64                   `json:"frames_accepted"`
+	Services           map[string]ServiceStats `json:"services"`
+	Seq                SeqStats                `json:"seq"`
+	Recent             []RequestInfo           `json:"recent_requests"`
+	MissingSeq         []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
 }
 
 // statsTopN is how many functions per service Stats lists (leaf and inclusive).
@@ -89,6 +96,7 @@ type aggregates struct {
 	byStatus     map[int]int
 	dropped      int
 	earlyRetries int
+	clientEarly  int
 	accepted     int
 	samples      int64
 	frames       int64
@@ -118,6 +126,9 @@ func (a *aggregates) record(info RequestInfo) {
 	} else {
 		a.byStatus[info.Status]++
 		a.window.Statuses[info.Status]++
+	}
+	if info.ClientEarlyRetry {
+		a.clientEarly++
 	}
 	if info.EarlyRetry {
 		a.earlyRetries++
@@ -229,15 +240,16 @@ func (a *aggregates) missingSeq(n int64) []int64 {
 
 func (a *aggregates) snapshot() Stats {
 	st := Stats{
-		RequestsByStatus: maps.Clone(a.byStatus),
-		Dropped:          a.dropped,
-		EarlyRetries:     a.earlyRetries,
-		AcceptedRequests: a.accepted,
-		SamplesAccepted:  a.samples,
-		FramesAccepted:   a.frames,
-		Services:         make(map[string]ServiceStats, len(a.services)),
-		Seq:              a.seqStats(),
-		Recent:           a.recentInOrder(),
+		RequestsByStatus:   maps.Clone(a.byStatus),
+		Dropped:            a.dropped,
+		EarlyRetries:       a.earlyRetries,
+		ClientEarlyRetries: a.clientEarly,
+		AcceptedRequests:   a.accepted,
+		SamplesAccepted:    a.samples,
+		FramesAccepted:     a.frames,
+		Services:           make(map[string]ServiceStats, len(a.services)),
+		Seq:                a.seqStats(),
+		Recent:             a.recentInOrder(),
 	}
 	for name, agg := range a.services {
 		st.Services[name] = ServiceStats{
