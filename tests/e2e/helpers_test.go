@@ -82,6 +82,8 @@ type otlpPipeline struct {
 	StorageDir string
 	// Consumers, when set, is sending_queue.num_consumers (default 10).
 	Consumers int
+	// Headers are added to every request the exporter sends.
+	Headers map[string]string
 }
 
 func (o otlpPipeline) write(t *testing.T, dir string) string {
@@ -97,6 +99,12 @@ func (o otlpPipeline) write(t *testing.T, dir string) string {
 	}
 	if queue != "" {
 		queue = "    sending_queue:\n" + queue
+	}
+	if len(o.Headers) > 0 {
+		queue += "    headers:\n"
+		for k, v := range o.Headers {
+			queue += fmt.Sprintf("      %s: %s\n", k, v)
+		}
 	}
 	return writeFile(t, dir, "collector.yaml", fmt.Sprintf(`%s
 receivers:
@@ -171,6 +179,11 @@ func (l *loadgen) post(ctx context.Context, pd pprofile.Profiles) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return l.postBody(ctx, body)
+}
+
+// postBody sends an encoded request and returns the receiver's status code.
+func (l *loadgen) postBody(ctx context.Context, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err

@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profilesplit/profilegen"
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// Adaptive pacing (issue 14): collectors with the exporter's default rate
+// limit (20,000 samples/s, the ingest's documented limit) against an ingest
+// that enforces a lower or a shared limit. Every test prints a "pacing"
+// figures line: sent, accepted, lost, duplicates, 429s, requests inside a
+// Retry-After period, and the accepted rate as % of the limit per interval.
+
+const agentHeader = "x-e2e-agent"
+
+// pacingFigures prints the pacing line when the test ends, pass or fail.
+func pacingFigures(t *testing.T, name string, srv *ingest.Server, limit int64, start *time.Time, sent *int64, bucket time.Duration) {
+	t.Helper()
+	t.Cleanup(func() {
+		st := srv.Stats()
+		var lost int64
+		if *sent > 0 {
+			lost = int64(len(srv.MissingSeq(*sent)))
+		}
+		t.Logf("pacing %s: sent=%d accepted=%d lost=%d duplicates=%d 429=%d requests=%d inside_retry_after(client)=%d inside_retry_after(key)=%d accepted_%%_of_limit_per_%s=%s",
+			name, *sent, st.SamplesAccepted, lost, st.Seq.Duplicates, st.RequestsByStatus[http.StatusTooManyRequests],
+			st.Dropped+sumStatuses(st.RequestsByStatus), st.ClientEarlyRetries, st.EarlyRetries, bucket, ratePerBucket(srv.RecentRequests(), *start, bucket, limit))
+	})
+}
+
+// ratePerBucket is the accepted rate as % of limit in each bucket from start.
+func ratePerBucket(reqs []ingest.RequestInfo, start time.Time, bucket time.Duration, limit int64) string {
+	var sums []int64
+	for _, r := range reqs {
+		if r.Status != http.StatusOK || r.Time.Before(start) {
+			continue
+		}
+		i := int(r.Time.Sub(start) / bucket)
+		for len(sums) <= i {
+			sums = append(sums, 0)
+		}
+		sums[i] += r.Samples
+	}
+	parts := make([]string, len(sums))
+	for i, v := range sums {
+		parts[i] = fmt.Sprintf("%.0f", 100*float64(v)/(bucket.Seconds()*float64(limit)))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// windowCounts returns the samples accepted, the requests and the 429s that
+// arrived in [from, to).
+func windowCounts(reqs []ingest.RequestInfo, from, to time.Time) (accepted int64, requests, throttled int) {
+	for _, r := range reqs {
+		if r.Time.Before(from) || !r.Time.Before(to) {
+			continue
+		}
+		requests++
+		switch r.Status {
+		case http.StatusOK:
+			accepted += r.Samples
+		case http.StatusTooManyRequests:
+			throttled++
+		}
+	}
+	return accepted, requests, throttled
+}
+
+// steadySender posts batches of per samples, seq numbered from base, every
+// interval, n times, to a collector's OTLP receiver. It generates one batch
+// and renumbers it for every post, so that eight of them stay cheap.
+type steadySender struct {
+	lg   *loadgen
+	pd   pprofile.Profiles
+	base int64
+}
+
+func newSteadySender(port, per int, base int64) *steadySender {
+	pd := profilegen.Generate(profilegen.Config{Samples: per, Depth: 16, Seq: true, Seed: uint64(base) + 1})
+	offsetSeq(pd, base)
+	return &steadySender{lg: newLoadgen(port), pd: pd, base: base}
+}
+
+// run posts n batches, one every interval; it returns the samples the
+// collector accepted and the first error.
+func (s *steadySender) run(ctx context.Context, n int, interval time.Duration) (int64, error) {
+	per := int64(s.pd.SampleCount())
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var sent int64
+	for i := range n {
+		if i > 0 {
+			offsetSeq(s.pd, per)
+			<-tick.C
+		}
+		body, err := pprofileotlp.NewExportRequestFromProfiles(s.pd).MarshalProto()
+		if err != nil {
+			return sent, err
+		}
+		code, err := s.lg.postBody(ctx, body)
+		if err != nil {
+			return sent, err
+		}
+		if code != http.StatusOK {
+			return sent, fmt.Errorf("the collector's receiver answered %d", code)
+		}
+		sent += per
+	}
+	return sent, nil
+}
+
+// TestPacingOneAgentDefaults: one collector with the exporter's defaults
+// (20,000 samples/s) against an ingest limited to 2,000 samples/s with
+// Retry-After: 2, offered 20,000 samples at 2.5x the limit. The first 429
+// lowers the rate to what the ingest accepted; after the Retry-After,
+// requests leave paced: nothing lost or duplicated, and no request arrives
+// inside a Retry-After period.
+func TestPacingOneAgentDefaults(t *testing.T) {
+	const limit = 2000
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: limit, RetryAfter: 2 * time.Second, KeepRecent: 10_000})
+	var sent int64
+	start := time.Now()
+	pacingFigures(t, "one-agent-defaults", srv, limit, &start, &sent, 2*time.Second)
+	_, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: ingest.DefaultSamplesPerSecond})
+
+	s := &steadySender{lg: lg}
+	s.pd = lg.batch(250, 16)
+	start = time.Now()
+	n, err := s.run(context.Background(), 80, 50*time.Millisecond) // 5,000 samples/s
+	sent = n
+	require.NoError(t, err)
+	waitAllSeq(t, srv, sent, 2*time.Minute)
+
+	requireThrottledOnceEach(t, srv, sent)
+}
+
+// requireThrottledOnceEach checks that the ingest throttled the collector
+// (else the test proves nothing), that no request arrived inside a
+// Retry-After period, and that every sample arrived exactly once.
+func requireThrottledOnceEach(t *testing.T, srv *ingest.Server, sent int64) {
+	t.Helper()
+	st := srv.Stats()
+	require.Positive(t, st.RequestsByStatus[http.StatusTooManyRequests], "the ingest must have throttled (else this test proves nothing)")
+	require.Zero(t, st.EarlyRetries, "a request arrived inside a Retry-After period")
+	require.Zero(t, st.Seq.Duplicates)
+	require.Equal(t, sent, st.SamplesAccepted)
+}
+
+// runFleet starts eight collectors sharing one key with the exporter's
+// default rate limit, offers each 5,000 samples/s for 60 s against an ingest
+// limited to 20,000 samples/s per key, and checks the fleet settles near
+// the key's limit: nothing lost, at least 90% of the limit accepted over the
+// last 30 s, at most 2% of the requests of the last 30 s answered 429, and
+// no collector sending inside a Retry-After period it was given.
+func runFleet(t *testing.T, name string, noRetryAfter bool) {
+	const (
+		agents   = 8
+		limit    = ingest.DefaultSamplesPerSecond
+		per      = 500
+		interval = 100 * time.Millisecond // 5,000 samples/s per agent
+		batches  = 600                    // 60 s
+	)
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, SamplesPerSecond: limit,
+		NoRetryAfter: noRetryAfter, ClientHeader: agentHeader, KeepRecent: 50_000})
+	var sent int64
+	start := time.Now()
+	pacingFigures(t, name, srv, limit, &start, &sent, 5*time.Second)
+
+	senders := make([]*steadySender, agents)
+	for i := range agents {
+		port := testenv.FreePort(t)
+		startPipeline(t, otlpPipeline{Port: port, Endpoint: srv.URL(), RateLimit: ingest.DefaultSamplesPerSecond,
+			Headers: map[string]string{agentHeader: fmt.Sprintf("agent-%d", i)}})
+		senders[i] = newSteadySender(port, per, int64(i*per*batches))
+	}
+
+	start = time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, s := range senders {
+		wg.Go(func() {
+			n, err := s.run(context.Background(), batches, interval)
+			mu.Lock()
+			defer mu.Unlock()
+			sent += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	offered := time.Since(start)
+	require.Empty(t, errs)
+	waitAllSeq(t, srv, sent, 4*time.Minute)
+
+	st := srv.Stats()
+	require.Zero(t, st.Seq.Duplicates)
+	require.Equal(t, sent, st.SamplesAccepted)
+	require.Zero(t, st.ClientEarlyRetries, "a collector sent inside a Retry-After period it was given")
+
+	from := start.Add(offered - 30*time.Second)
+	accepted, requests, throttled := windowCounts(srv.RecentRequests(), from, from.Add(30*time.Second))
+	t.Logf("pacing %s last 30 s of load: accepted=%d (%.1f%% of the limit) requests=%d 429=%d (%.2f%%)", name,
+		accepted, 100*float64(accepted)/(30*limit), requests, throttled, 100*float64(throttled)/float64(max(requests, 1)))
+	require.GreaterOrEqual(t, float64(accepted), 0.9*30*limit, "accepted rate over the last 30 s below 90% of the key's limit")
+	require.LessOrEqual(t, float64(throttled), 0.02*float64(requests), "more than 2% of the requests of the last 30 s answered 429")
+}
+
+func TestPacingFleetSharesOneKey(t *testing.T) {
+	runFleet(t, "fleet-retry-after", false)
+}
+
+func TestPacingFleetSharesOneKeyWithoutRetryAfter(t *testing.T) {
+	runFleet(t, "fleet-no-retry-after", true)
+}
+
+// TestPacingShutdownInMemoryQueueSendsHeldBackRequests: with the in-memory
+// queue, requests held back by pacing when the collector is asked to stop
+// are sent before it exits (its shutdown context never ends): 0 lost.
+func TestPacingShutdownInMemoryQueueSendsHeldBackRequests(t *testing.T) {
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	var sent int64
+	start := time.Now()
+	pacingFigures(t, "shutdown-in-memory", srv, ingest.DefaultSamplesPerSecond, &start, &sent, 2*time.Second)
+	p, lg := startPipeline(t, otlpPipeline{Endpoint: srv.URL(), RateLimit: 1000})
+
+	sent = lg.send(t, 8, 1000, 16) // 8 s of pacing at 1,000 samples/s
+	require.Less(t, srv.SamplesAccepted(), sent, "requests must still be held back by pacing when the collector stops")
+	p.Stop(2 * time.Minute)
+	exited, err := p.Exited()
+	require.True(t, exited)
+	require.NoError(t, err, "the collector must exit cleanly after sending what it held")
+
+	st := srv.Stats()
+	require.Empty(t, srv.MissingSeq(sent), "held-back requests lost at shutdown")
+	require.Zero(t, st.Seq.Duplicates)
+	require.Equal(t, sent, st.SamplesAccepted)
+}
+
+// TestPacingShutdownPersistentQueueKeepsHeldBackRequests: with the queue on
+// file_storage, requests held back by pacing stay queued at shutdown and
+// are sent after the restart: 0 lost, 0 duplicates.
+func TestPacingShutdownPersistentQueueKeepsHeldBackRequests(t *testing.T) {
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	var sent int64
+	start := time.Now()
+	pacingFigures(t, "shutdown-persistent", srv, ingest.DefaultSamplesPerSecond, &start, &sent, 2*time.Second)
+	o := otlpPipeline{Port: testenv.FreePort(t), Endpoint: srv.URL(), RateLimit: 1000, StorageDir: t.TempDir()}
+	p, lg := startPipeline(t, o)
+
+	sent = lg.send(t, 8, 1000, 16)
+	p.Stop(time.Minute)
+	exited, err := p.Exited()
+	require.True(t, exited)
+	require.NoError(t, err)
+	before := srv.SamplesAccepted()
+	require.Less(t, before, sent, "requests must have been held back by pacing at shutdown (else this test proves nothing)")
+
+	startPipeline(t, o)
+	waitAllSeq(t, srv, sent, 2*time.Minute)
+	st := srv.Stats()
+	t.Logf("pacing shutdown-persistent: accepted before the restart=%d after=%d", before, st.SamplesAccepted-before)
+	require.Zero(t, st.Seq.Duplicates)
+	require.Equal(t, sent, st.SamplesAccepted)
+}
