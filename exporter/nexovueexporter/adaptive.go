@@ -14,16 +14,23 @@ import (
 // lowers its rate to what the ingest accepted from it in the last window
 // before the refusal, less decreaseMargin; without 429s the rate climbs back
 // to the ceiling along a cubic curve (as TCP CUBIC's window does): slowly
-// near the rate that was refused, faster the longer no 429 comes. N
-// collectors on one key each settle near their share of the key's limit.
+// near the rate that was refused, faster the longer no 429 comes, by the
+// same amount for every collector. N collectors on one key each settle near
+// their share of the key's limit. While the rate is below the ceiling,
+// requests leave evenly spaced, one in flight at a time.
 const (
 	// decreaseMargin is taken off the accepted rate on a decrease, so that
 	// a fleet that all decreased together is below the key's limit, not on it.
 	decreaseMargin = 0.05
-	// growthPeriod is how long after a decrease, without another 429, the
-	// rate has doubled: r(t) = r0 * (1 + (t/growthPeriod)^3). It is +5% after
-	// 22 s, +20% after 35 s, x2 after 60 s, x10 after 125 s.
-	growthPeriod = 60 * time.Second
+	// growthPeriod and growthFraction shape the climb after a decrease,
+	// without another 429: r(t) = r0 + growthFraction * ceiling *
+	// (t/growthPeriod)^3. Every collector of a fleet gains the same amount
+	// (so that their shares converge, as with TCP's additive increase), the
+	// fleet together +5% of the ceiling per collector after 25 s: one 429
+	// episode about every half minute for eight collectors at the limit. A
+	// lone collector at 10% of the ceiling is back at the ceiling after 2 min.
+	growthPeriod   = 60 * time.Second
+	growthFraction = 0.0864
 	// minRateFraction of the ceiling is the lowest rate a decrease sets.
 	minRateFraction = 0.01
 	// staleMeasure: when nothing was accepted within this time before the
@@ -56,7 +63,7 @@ func (s *keyState) limitAt(now time.Time) int {
 		return s.ceiling
 	}
 	t := now.Sub(s.ad.decreasedAt).Seconds() / growthPeriod.Seconds()
-	r := s.ad.rate0 * (1 + t*t*t)
+	r := s.ad.rate0 + growthFraction*float64(s.ceiling)*t*t*t
 	if r >= float64(s.ceiling) {
 		s.ad.decreasedAt = time.Time{} // back at the ceiling
 		return s.ceiling

@@ -30,7 +30,7 @@ func TestAdaptiveRateFollowsWhatTheIngestAccepted(t *testing.T) {
 
 	// Without 429s it climbs back along the cubic curve, to the ceiling.
 	clock.t = clock.t.Add(growthPeriod)
-	assert.Equal(t, 3800, s.maxSamples(), "x2 after growthPeriod")
+	assert.Equal(t, 1900+1728, s.maxSamples(), "+growthFraction of the ceiling after growthPeriod")
 	clock.t = clock.t.Add(2 * growthPeriod)
 	assert.Equal(t, 20_000, s.maxSamples())
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
@@ -68,4 +68,23 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	for _, w := range at[1:] {
 		assert.InDelta(t, float64(paceWindow)*190/950, float64(w), float64(time.Millisecond), "spaced by the request's share of the window")
 	}
+}
+
+// TestAdaptedPacingKeepsOneRequestInFlight: after a 429 a request does not
+// leave while another is in flight, so none can leave between the ingest's
+// 429 and the exporter reading it.
+func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.acceptedAt(clock.t, 10_000)
+	clock.t = clock.t.Add(10 * time.Millisecond)
+	s.throttled(clock.t)
+	first, wait := s.reserve(10)
+	assert.Zero(t, wait)
+	s.depart(first)
+	clock.t = clock.t.Add(time.Second)
+	second, wait := s.reserve(10)
+	assert.Equal(t, inFlightPoll, wait, "waits for the request in flight")
+	s.answered(first)
+	_, wait = s.rebook(second, 10)
+	assert.Zero(t, wait, "leaves once the first is answered")
 }

@@ -27,6 +27,8 @@ type keyState struct {
 	// requests that left or are booked to leave, in leaving order.
 	ceiling int
 	ad      adaptive
+	// wake is closed when a request is answered (see wakeOnAnswer).
+	wake chan struct{}
 	sent    []booking
 	nextID  uint64
 	// lastKeyLog is when the rejected-key error was last logged.

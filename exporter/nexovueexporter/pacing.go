@@ -80,6 +80,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	at := now
 	inWindow := 0
 	exits := make([]booking, 0, len(s.sent))
+	busy := false
 	for _, b := range s.sent {
 		if id != 0 && b.id >= id {
 			continue
@@ -88,6 +89,11 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		start := b.start(now)
 		if start.After(at) {
 			at = start // keep the booking order
+		}
+		if spaced && b.inFlight {
+			// After a 429 one request is in flight at a time: none can
+			// leave between the ingest's 429 and the exporter reading it.
+			busy = true
 		}
 		if spaced {
 			// After a 429 requests leave evenly, each one its samples'
@@ -104,24 +110,34 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	}
 	// Let the bookings that leave the window first go until n fits.
 	slices.SortFunc(exits, func(a, b booking) int { return a.at.Compare(b.at) })
-	for j := 0; j < len(exits) && inWindow+n > limit; j++ {
+	// While spaced, the spacing alone paces (a window check would round
+	// each window down to whole requests).
+	for j := 0; !spaced && j < len(exits) && inWindow+n > limit; j++ {
 		if exits[j].at.After(at) {
 			at = exits[j].at
 		}
 		inWindow -= exits[j].samples
 	}
+	wait := at.Sub(now)
+	if busy && wait <= 0 {
+		wait = inFlightPoll
+	}
 	if id != 0 {
 		for i := range s.sent {
 			if s.sent[i].id == id {
 				s.sent[i].at = at
-				return id, at.Sub(now)
+				return id, wait
 			}
 		}
 	}
 	s.nextID++
 	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n})
-	return s.nextID, at.Sub(now)
+	return s.nextID, wait
 }
+
+// inFlightPoll is how often a request waiting for the one in flight (after a
+// 429) looks again; answered wakes it earlier.
+const inFlightPoll = 50 * time.Millisecond
 
 // depart marks a booking's request as sent: it stays in the window until
 // paceWindow after its answer.
@@ -144,6 +160,22 @@ func (s *keyState) answered(id uint64) {
 			b.at = now
 		}
 	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
+}
+
+// wakeOnAnswer returns a channel closed when the next request is answered.
+func (s *keyState) wakeOnAnswer() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return s.wake
 }
 
 func (s *keyState) update(id uint64, f func(*booking)) {
@@ -208,10 +240,11 @@ func (s *keyState) admit(ctx context.Context, stop <-chan struct{}, n int, maxWa
 		// After a wait, the booking is made again in its place: requests in
 		// flight when it was made may have been answered later than it assumed.
 		var d time.Duration
+		wake := s.wakeOnAnswer()
 		id, d = s.rebook(id, n)
 		if d > 0 {
 			start := time.Now()
-			err := sleep(ctx, stop, d)
+			err := sleepOrWake(ctx, stop, wake, d)
 			w.pacing += time.Since(start)
 			if err != nil {
 				s.cancel(id)
@@ -238,6 +271,22 @@ type gateTooLongError struct {
 
 func (g gateTooLongError) Error() string {
 	return fmt.Sprintf("the Retry-After gate stays closed for %s more, longer than retry_on_failure::max_elapsed_time (%s)", g.wait.Round(time.Millisecond), g.maxWait)
+}
+
+// sleepOrWake is sleep that also ends when wake is closed.
+func sleepOrWake(ctx context.Context, stop, wake <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errStopped
+	}
 }
 
 // sleep waits d, or until ctx is done or stop is closed.
