@@ -16,6 +16,6 @@
 // Retry-After gate and redirect policy, response.go the reading of answers,
 // retryafter.go the Retry-After parsing, keystate.go the state shared per
 // endpoint and key, pacing.go the pacing, encode.go the request body,
-// redact.go the key's redaction and buildinfo.go the profiles format of this
-// build.
+// redact.go the key's redaction, adaptive.go the adaptive rate and
+// buildinfo.go the profiles format of this build.
 package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/nexovueexporter"
