@@ -203,4 +203,3 @@ func TestShutdownCountsWhatItCannotSend(t *testing.T) {
 	assert.Empty(t, ing.requests())
 	assert.Equal(t, int64(10), metricSum[int64](t, tel, mDropped, []attribute.KeyValue{attribute.String("reason", "shutdown")}))
 }
-

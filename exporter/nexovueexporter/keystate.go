@@ -27,10 +27,10 @@ type keyState struct {
 	// requests that left or are booked to leave, in leaving order.
 	ceiling int
 	ad      adaptive
-	// wake is closed when a request is answered (see wakeOnAnswer).
-	wake chan struct{}
 	sent    []booking
 	nextID  uint64
+	// wake is closed when a request is answered (see wakeOnAnswer).
+	wake chan struct{}
 	// lastKeyLog is when the rejected-key error was last logged.
 	lastKeyLog time.Time
 	// now is time.Now, replaceable in tests.
