@@ -113,21 +113,21 @@ type decodedRequest struct {
 // the bytes per sample after gzip of those same batches in both encodings.
 func requireLiteralRequests(t *testing.T, name string, srv *ingest.Server, service string) {
 	t.Helper()
+	// Built first: the bodies accepted meanwhile are checked too.
+	decoder := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "e2e", "testdata", "otlpdecode"), "otlpdecode")
+	bodies := srv.AcceptedBodies()
+	require.NotEmpty(t, bodies)
 	for status, n := range srv.Stats().RequestsByStatus {
 		if status != http.StatusOK {
 			logRecent(t, srv.Stats().Recent)
 			t.Fatalf("the double answered %d request(s) with %d", n, status)
 		}
 	}
-	bodies := srv.AcceptedBodies()
-	require.NotEmpty(t, bodies)
 	dir := t.TempDir()
 	files := make([]string, len(bodies))
 	for i, b := range bodies {
 		files[i] = writeFile(t, dir, fmt.Sprintf("request-%03d.pb", i), string(b))
 	}
-
-	decoder := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "e2e", "testdata", "otlpdecode"), "otlpdecode")
 	out, err := exec.Command(decoder, files...).Output()
 	require.NoError(t, err, "otlpdecode")
 	sc := bufio.NewScanner(bytes.NewReader(out))
