@@ -33,7 +33,7 @@ type Server struct {
 	agg       *aggregates
 	validKeys map[string]struct{}
 	delaying  atomic.Int64 // requests being held by Fault.Delay now
-	bodies    [][]byte // accepted bodies, up to Config.KeepBodies
+	bodies    [][]byte     // accepted bodies, up to Config.KeepBodies
 }
 
 type limits struct {
