@@ -22,8 +22,8 @@ import (
 const (
 	// DefaultEndpoint is nexovue's ingest.
 	DefaultEndpoint = "https://ingest.nexovue.com"
-	// profilesPath is appended to the endpoint.
-	profilesPath = "/v1development/profiles"
+	// DefaultProfilesPath is appended to the endpoint (profiles_path).
+	DefaultProfilesPath = "/v1development/profiles"
 	// keyHeader carries the ingest key.
 	keyHeader = "x-nexovue-key"
 	// DefaultSamplesPerSecond is the ingest's documented per-key limit.
@@ -47,6 +47,13 @@ type Config struct {
 	// RateLimit paces what the exporter sends per key.
 	RateLimit RateLimitConfig `mapstructure:"rate_limit"`
 
+	// ProfilesPath is appended to the endpoint (see literal.go and the README:
+	// the exporter also sends to other OTLP/HTTP profiles endpoints).
+	ProfilesPath string `mapstructure:"profiles_path"`
+	// AttributeEncoding is how resource and scope attributes are written:
+	// AttributeEncodingStringTable or AttributeEncodingLiteral.
+	AttributeEncoding string `mapstructure:"attribute_encoding"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -67,7 +74,9 @@ var _ component.Config = (*Config)(nil)
 func (cfg *Config) Validate() error {
 	var errs []error
 	if strings.TrimSpace(string(cfg.Key)) == "" {
-		errs = append(errs, errors.New("key: the nexovue ingest key is empty; set `key` (usually `key: ${env:NEXOVUE_KEY}`) and make sure the NEXOVUE_KEY environment variable is set"))
+		if isNexovueEndpoint(cfg.ClientConfig.Endpoint) {
+			errs = append(errs, errors.New("key: the nexovue ingest key is empty; set `key` (usually `key: ${env:NEXOVUE_KEY}`) and make sure the NEXOVUE_KEY environment variable is set"))
+		}
 	} else if strings.ContainsAny(string(cfg.Key), "\r\n") {
 		// Never echo the key itself.
 		errs = append(errs, errors.New("key: the nexovue ingest key contains a line break; check the NEXOVUE_KEY environment variable"))
@@ -85,6 +94,7 @@ func (cfg *Config) Validate() error {
 		// would hold a queue consumer forever.
 		errs = append(errs, fmt.Errorf("timeout: must be positive (the default is 30s), got %s: without a time limit a hung connection holds a queue consumer forever", cfg.ClientConfig.Timeout))
 	}
+	errs = append(errs, cfg.validateTarget()...)
 	if cfg.RateLimit.SamplesPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("rate_limit::samples_per_second: must be 0 (off) or positive, got %d", cfg.RateLimit.SamplesPerSecond))
 	}
@@ -129,9 +139,9 @@ func clearTextToRemoteHost(endpoint string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
-// profilesURL is the URL requests are sent to: <endpoint>/v1development/profiles.
+// profilesURL is the URL requests are sent to: <endpoint><profiles_path>.
 func (cfg *Config) profilesURL() string {
-	return strings.TrimRight(cfg.ClientConfig.Endpoint, "/") + profilesPath
+	return strings.TrimRight(cfg.ClientConfig.Endpoint, "/") + cfg.ProfilesPath
 }
 
 // header returns the headers every request carries.
@@ -139,6 +149,37 @@ func (cfg *Config) header(userAgent string) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/x-protobuf")
 	h.Set("User-Agent", userAgent)
-	h.Set(keyHeader, string(cfg.Key))
+	if strings.TrimSpace(string(cfg.Key)) != "" {
+		h.Set(keyHeader, string(cfg.Key))
+	}
 	return h
+}
+
+// isNexovueEndpoint tells whether endpoint is nexovue's ingest (nexovue.com
+// or a subdomain), which needs a key; other OTLP/HTTP profiles endpoints
+// may not.
+func isNexovueEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" {
+		return true // refused by validateEndpoint; ask for the key too
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	return host == "nexovue.com" || strings.HasSuffix(host, ".nexovue.com")
+}
+
+// validateTarget checks the settings that make the exporter usable against
+// other OTLP/HTTP profiles endpoints.
+func (cfg *Config) validateTarget() []error {
+	var errs []error
+	switch cfg.AttributeEncoding {
+	case AttributeEncodingStringTable, AttributeEncodingLiteral:
+	default:
+		errs = append(errs, fmt.Errorf("attribute_encoding: must be %q or %q, got %q",
+			AttributeEncodingStringTable, AttributeEncodingLiteral, cfg.AttributeEncoding))
+	}
+	p := cfg.ProfilesPath
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?# \t\r\n") {
+		errs = append(errs, fmt.Errorf("profiles_path: %q must start with / and have no query, fragment or spaces (the default is %s)", p, DefaultProfilesPath))
+	}
+	return errs
 }

@@ -44,6 +44,8 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, configcompression.TypeGzip, cfg.ClientConfig.Compression)
 	assert.Equal(t, 30*time.Second, cfg.ClientConfig.Timeout)
 	assert.Equal(t, 20_000, cfg.RateLimit.SamplesPerSecond)
+	assert.Equal(t, "/v1development/profiles", cfg.ProfilesPath)
+	assert.Equal(t, AttributeEncodingStringTable, cfg.AttributeEncoding)
 	assert.Equal(t, configretry.NewDefaultBackOffConfig(), cfg.RetryConfig)
 	require.True(t, cfg.QueueConfig.HasValue())
 	assert.Equal(t, exporterhelper.NewDefaultQueueConfig(), *cfg.QueueConfig.Get())
@@ -88,6 +90,20 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, 2*time.Minute, cfg.RetryConfig.MaxElapsedTime)
 	})
 
+	t.Run("another OTLP/HTTP profiles endpoint", func(t *testing.T) {
+		cfg := loadConfig(t, "pyroscope")
+		require.NoError(t, confmap.Validate(cfg), "no key is needed outside nexovue.com")
+		assert.Equal(t, "http://pyroscope.monitoring:4040/v1development/profiles", cfg.profilesURL())
+		assert.Equal(t, AttributeEncodingLiteral, cfg.AttributeEncoding)
+		assert.Equal(t, 0, cfg.RateLimit.SamplesPerSecond)
+		h := cfg.header("ua")
+		assert.Empty(t, h.Values(keyHeader), "no key header without a key")
+		assert.Equal(t, "application/x-protobuf", h.Get("Content-Type"))
+		v, ok := cfg.ClientConfig.Headers.Get("X-Scope-OrgID")
+		require.True(t, ok)
+		assert.Equal(t, configopaque.String("team-a"), v)
+	})
+
 	t.Run("pacing off", func(t *testing.T) {
 		cfg := loadConfig(t, "nopacing")
 		require.NoError(t, confmap.Validate(cfg))
@@ -106,6 +122,9 @@ func TestConfigValidationErrors(t *testing.T) {
 		{name: "emptyendpoint", want: []string{"endpoint:", "must not be empty"}},
 		{name: "keyheader", want: []string{"headers::x-nexovue-key", "`key`"}},
 		{name: "zerotimeout", want: []string{"timeout:", "must be positive"}},
+		{name: "nokeyeu", want: []string{"key:", "NEXOVUE_KEY"}},
+		{name: "badencoding", want: []string{"attribute_encoding:", `"string_table"`, `"literal"`, `"inline"`}},
+		{name: "badpath", want: []string{"profiles_path:", "must start with /"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,6 +157,22 @@ func TestValidateEndpointForms(t *testing.T) {
 		assert.Contains(t, err.Error(), "endpoint:")
 		assert.Contains(t, err.Error(), want, ep)
 		assert.NotContains(t, err.Error(), "secret-pw")
+	}
+}
+
+func TestIsNexovueEndpoint(t *testing.T) {
+	for ep, want := range map[string]bool{
+		"https://ingest.nexovue.com":         true,
+		"https://eu.ingest.nexovue.com:443/": true,
+		"https://INGEST.NEXOVUE.COM.":        true,
+		"https://nexovue.com":                true,
+		"http://127.0.0.1:4040":              false,
+		"http://pyroscope:4040":              false,
+		"https://notnexovue.com":             false,
+		"https://ingest.nexovue.com.evil":    false,
+		"ingest.nexovue.com":                 true, // no scheme: refused by endpoint, key asked for too
+	} {
+		assert.Equal(t, want, isNexovueEndpoint(ep), ep)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 type encoder struct {
 	gzip    bool
 	writers *sync.Pool // *gzip.Writer at the configured level
+	literal bool       // attribute_encoding: literal (literal.go)
 }
 
 var (
@@ -69,9 +70,15 @@ func newEncoder(compress bool, level int) (*encoder, error) {
 // keys. encode puts them back once marshaled, so that pd can still be halved
 // after a 413 or kept for a retry; the exporter still declares MutatesData.
 func (e *encoder) encode(pd pprofile.Profiles) ([]byte, int, error) {
-	saved := saveAttributes(pd)
-	raw, err := marshaler.MarshalProfiles(pd)
-	restoreAttributes(saved)
+	var raw []byte
+	var err error
+	if e.literal {
+		raw, err = marshalLiteral(pd)
+	} else {
+		saved := saveAttributes(pd)
+		raw, err = marshaler.MarshalProfiles(pd)
+		restoreAttributes(saved)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

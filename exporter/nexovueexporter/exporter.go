@@ -90,6 +90,7 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 	if err != nil {
 		return err
 	}
+	enc.literal = e.cfg.AttributeEncoding == AttributeEncodingLiteral
 	client, err := clientCfg.ToClient(ctx, host.GetExtensions(), e.set)
 	if err != nil {
 		return err

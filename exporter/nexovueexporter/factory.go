@@ -44,6 +44,9 @@ func createDefaultConfig() component.Config {
 		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
 		RetryConfig:  configretry.NewDefaultBackOffConfig(),
 		RateLimit:    RateLimitConfig{SamplesPerSecond: DefaultSamplesPerSecond},
+		// The default encoding is chosen by bytes per sample: see literal.go.
+		ProfilesPath:      DefaultProfilesPath,
+		AttributeEncoding: DefaultAttributeEncoding,
 	}
 }
 

@@ -55,17 +55,9 @@ service:
     profiles:
       exporters: [nexovue, file/e2e]
 `, sinkPath))
-	env := []string{
-		"NEXOVUE_ENDPOINT=" + srv.URL(),
-		"NEXOVUE_KEY=" + testKey,
-		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
-		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
-		"NEXOVUE_METRICS_HOST=127.0.0.1",
-		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
-	}
 	agent := filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")
 	testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+		Env: agentEnv(t, srv.URL(), dir), EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 
 	const anonService = "unknown_service:nxv-anon"
@@ -87,6 +79,19 @@ service:
 		for k := range attrs {
 			require.False(t, strings.HasPrefix(k, "process.environment_variable."), "service %q still carries %s", service, k)
 		}
+	}
+}
+
+// agentEnv is the environment of the shipped agent.yaml sending to the
+// double at url, with its queue in dir and its ports free loopback ones.
+func agentEnv(t *testing.T, url, dir string) []string {
+	return []string{
+		"NEXOVUE_ENDPOINT=" + url,
+		"NEXOVUE_KEY=" + testKey,
+		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
+		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
+		"NEXOVUE_METRICS_HOST=127.0.0.1",
+		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
 	}
 }
 

@@ -20,7 +20,28 @@ import (
 // and adds the docs' second receiver for CPU.
 func TestPprofDocsConfig(t *testing.T) {
 	pprofEndToEnd(t, "pprof-docs", filepath.Join("tests", "testdata", "pprof-docs.yaml"), func(target, ingestURL, sink string) (string, []string) {
-		return fmt.Sprintf(`
+		return docsReceivers(target) + fmt.Sprintf(`
+exporters:
+  otlphttp/nexovue:
+    endpoint: %[1]s
+  file/e2e:
+    path: %[2]s
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [pprof, pprof/cpu]
+      exporters: [otlphttp/nexovue, file/e2e]
+`, ingestURL, sink), collectorEnv(testKey)
+	})
+}
+
+// docsReceivers is the overlay of the docs' pprof receiver for the program
+// at target, with short intervals, and the docs' second receiver for CPU.
+func docsReceivers(target string) string {
+	return fmt.Sprintf(`
 receivers:
   pprof:
     remote:
@@ -30,21 +51,7 @@ receivers:
     remote:
       endpoint: %[1]s/profile?seconds=2
       collection_interval: 3s
-exporters:
-  otlphttp/nexovue:
-    endpoint: %[2]s
-  file/e2e:
-    path: %[3]s
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [pprof, pprof/cpu]
-      exporters: [otlphttp/nexovue, file/e2e]
-`, target, ingestURL, sink), collectorEnv(testKey)
-	})
+`, target)
 }
 
 // TestPprofShippedConfig runs the shipped distributions/otelcol-nexovue/pprof.yaml
@@ -85,10 +92,11 @@ service:
 // plus the overlay and environment overlay returns for the program's
 // http://ADDR/debug/pprof, the double's URL and a file exporter path. A heap
 // profile in bytes must arrive under checkout, and a CPU profile as a
-// separate type whose hot function is the program's.
-func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, ingestURL, sink string) (string, []string)) {
+// separate type whose hot function is the program's. It returns the double,
+// which keeps the first accepted bodies.
+func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, ingestURL, sink string) (string, []string)) *ingest.Server {
 	root := testenv.RepoRoot(t)
-	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, KeepBodies: keptBodies})
 	sent := int64(-1)
 	figures(t, name, srv, &sent)
 
@@ -148,6 +156,7 @@ func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, inges
 		}
 	}
 	require.NotEmpty(t, heapTypes, "the program's allocations (main.allocate) in a profile in bytes: %v", s.typesWith("checkout", "main.allocate"))
+	return srv
 }
 
 // hottestMain returns the main.* function most samples went through.

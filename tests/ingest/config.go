@@ -54,6 +54,10 @@ type Config struct {
 	// KeepRecent is how many recent requests' metadata Stats keeps.
 	// Default 1000.
 	KeepRecent int
+	// KeepBodies, when > 0, keeps the decompressed bodies of the first
+	// KeepBodies accepted requests (AcceptedBodies), for tests that decode
+	// what a client sent with another decoder. Default 0 (none).
+	KeepBodies int
 	// Now is the clock (for the rate limit and Retry-After); default time.Now.
 	Now func() time.Time
 }

@@ -38,6 +38,13 @@
 // A sample is one Sample message: rates and totals count Sample messages,
 // not their values.
 //
+// Resource and scope attributes are accepted in both encodings OTLP
+// profiles allows at 0.161: as references into the string_table
+// (key_strindex, string_value_strindex: what pdata writes) and literally
+// (key, string_value: what the nexovue exporter writes with
+// attribute_encoding: literal), or mixed; nexovue's documented contract
+// forbids neither. A resolved key must not be empty.
+//
 // Error answers carry a google.rpc.Status, protobuf-encoded for protobuf
 // requests (what the Collector's otlphttp exporter decodes and logs), JSON
 // for JSON requests, plain text otherwise; StatusMessage reads any of them.
@@ -74,7 +81,8 @@
 // and inclusive counts (each distinct function of a stack once per sample);
 // the integer sample attribute "seq" (distinct values, duplicates, missing
 // ones; kept per value, meant for tests); and metadata of the last
-// Config.KeepRecent requests. At most 10,000 distinct function names are
+// Config.KeepRecent requests (and, if asked, Config.KeepBodies accepted
+// bodies). At most 10,000 distinct function names are
 // kept per service; samples of further ones count as OtherFunctions. GET /stats
 // serves Stats as JSON (add ?missing_below=N for the missing seq values).
 // TakeWindow returns and resets per-interval counts (the program's table);

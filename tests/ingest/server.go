@@ -33,6 +33,7 @@ type Server struct {
 	agg       *aggregates
 	validKeys map[string]struct{}
 	delaying  atomic.Int64 // requests being held by Fault.Delay now
+	bodies    [][]byte     // accepted bodies, up to Config.KeepBodies
 }
 
 type limits struct {
@@ -307,6 +308,9 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.agg.merge(sum, info.Samples, info.Frames)
 	s.agg.record(info)
+	if len(s.bodies) < s.cfg.KeepBodies {
+		s.bodies = append(s.bodies, body)
+	}
 	s.mu.Unlock()
 
 	resp := pprofileotlp.NewExportResponse()
@@ -455,6 +459,14 @@ func (s *Server) RecentRequests() []RequestInfo {
 	return s.agg.recentInOrder()
 }
 
+// AcceptedBodies returns the decompressed bodies of the first
+// Config.KeepBodies accepted requests, in the order they were accepted.
+func (s *Server) AcceptedBodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.bodies)
+}
+
 // Reset forgets everything received and every key's rate window and block,
 // and ends fault injection; limits stay as they are.
 func (s *Server) Reset() {
@@ -463,6 +475,7 @@ func (s *Server) Reset() {
 	s.agg = newAggregates(s.cfg.KeepRecent, s.cfg.Now())
 	s.keys = map[string]*keyWindow{}
 	s.fault = Fault{}
+	s.bodies = nil
 }
 
 // TakeWindow returns what was received since the previous call (or since
