@@ -230,3 +230,38 @@ next:
 	}
 	return n
 }
+
+// startAgent starts the shipped agent config (real eBPF profiler, through
+// testenv.StartCollector) sending to srv with testKey, plus an overlay: a 2 s
+// reporter interval and a file exporter next to the nexovue one. It returns
+// the file exporter's path (JSON lines) and the collector.
+func startAgent(t *testing.T, srv *ingest.Server) (string, *testenv.Process) {
+	t.Helper()
+	dir := t.TempDir()
+	sinkPath := filepath.Join(dir, "profiles.jsonl")
+	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
+receivers:
+  profiling:
+    reporter_interval: 2s
+exporters:
+  file/e2e:
+    path: %s
+service:
+  pipelines:
+    profiles:
+      exporters: [nexovue, file/e2e]
+`, sinkPath))
+	env := []string{
+		"NEXOVUE_ENDPOINT=" + srv.URL(),
+		"NEXOVUE_KEY=" + testKey,
+		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
+		fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
+		"NEXOVUE_METRICS_HOST=127.0.0.1",
+		fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
+	}
+	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
+	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
+		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	})
+	return sinkPath, p
+}
