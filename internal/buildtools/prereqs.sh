@@ -3,9 +3,10 @@
 # tracefs, which the eBPF profiler needs, and installs from the distribution's
 # packages what the tests use: podman and runc (container test), wine and the
 # mingw-w64 binutils (the Windows binary's `validate` under Wine), zip (the
-# Windows archive), and kustomize into .tools when neither kubectl nor
+# Windows archive), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
-# either; Debian ships no kubectl). Idempotent.
+# either; Debian ships no kubectl), and the runtimes of the language coverage
+# test (gcc, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -30,6 +31,23 @@ for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || pkgs+=(${need[$cmd]})
 done
 [ -r /etc/ssl/certs/ca-certificates.crt ] || pkgs+=(ca-certificates)
+# The language coverage test (tests/e2e/languages_test.go) runs Debian's
+# runtimes by path: file -> Debian package.
+declare -A runtimes=(
+	[/usr/bin/gcc]=gcc
+	[/usr/bin/python3]=python3
+	[/usr/bin/node]=nodejs
+	[/usr/bin/java]=default-jdk-headless
+	[/usr/bin/javac]=default-jdk-headless
+	[/usr/bin/php]=php-cli
+	[/usr/bin/perl]=perl
+	[/usr/bin/ruby]=ruby
+	[/usr/bin/erl]=erlang-nox
+	[/usr/bin/erlc]=erlang-nox
+)
+for f in "${!runtimes[@]}"; do
+	[ -x "$f" ] || pkgs+=(${runtimes[$f]})
+done
 if [ ${#pkgs[@]} -gt 0 ]; then
 	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
 	echo "prereqs: installing ${pkgs[*]}"

@@ -243,3 +243,31 @@ next:
 	}
 	return n
 }
+
+// startAgent starts the shipped agent config (real eBPF profiler, through
+// testenv.StartCollector) sending to srv with testKey, plus an overlay: a 2 s
+// reporter interval and a file exporter next to the nexovue one. It returns
+// the file exporter's path (JSON lines) and the collector.
+func startAgent(t *testing.T, srv *ingest.Server) (string, *testenv.Process) {
+	t.Helper()
+	dir := t.TempDir()
+	sinkPath := filepath.Join(dir, "profiles.jsonl")
+	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
+receivers:
+  profiling:
+    reporter_interval: 2s
+exporters:
+  file/e2e:
+    path: %s
+service:
+  pipelines:
+    profiles:
+      exporters: [nexovue, file/e2e]
+`, sinkPath))
+	env := agentEnv(t, srv.URL(), dir)
+	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
+	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
+		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	})
+	return sinkPath, p
+}

@@ -21,8 +21,8 @@ const hotFunction = "main.nexovueSmokeHotLoop"
 // TestNamingWithEBPF runs the shipped agent config (real eBPF profiler)
 // against the double while the same CPU burner runs three times under
 // different executable names: with OTEL_SERVICE_NAME, with nothing, and with
-// only OTEL_RESOURCE_ATTRIBUTES. A file exporter next to the nexovue one
-// (overlay config) shows the resource attributes the double does not keep.
+// only OTEL_RESOURCE_ATTRIBUTES. The file exporter next to the nexovue one
+// (startAgent) shows the resource attributes the double does not keep.
 func TestNamingWithEBPF(t *testing.T) {
 	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
 		t.Setenv(v, "") // restored when the test ends
@@ -41,24 +41,7 @@ func TestNamingWithEBPF(t *testing.T) {
 	testenv.Start(t, nil, "nice", "-n", "10", anon)
 	testenv.Start(t, []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=billing,service.namespace=shop"}, "nice", "-n", "10", billing)
 
-	dir := t.TempDir()
-	sinkPath := filepath.Join(dir, "profiles.jsonl")
-	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
-receivers:
-  profiling:
-    reporter_interval: 2s
-exporters:
-  file/e2e:
-    path: %s
-service:
-  pipelines:
-    profiles:
-      exporters: [nexovue, file/e2e]
-`, sinkPath))
-	agent := filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")
-	testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: agentEnv(t, srv.URL(), dir), EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
-	})
+	sinkPath, _ := startAgent(t, srv)
 
 	const anonService = "unknown_service:nxv-anon"
 	testenv.WaitFor(t, 90*time.Second, "checkout (with "+hotFunction+"), "+anonService+" and billing at the double", func() (bool, error) {
