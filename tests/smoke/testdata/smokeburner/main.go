@@ -1,10 +1,15 @@
 // Command smokeburner burns CPU in a function with a name nothing else has,
 // so a test can find it among the frames the eBPF profiler reports.
+//
+// With BURN_SECONDS=n it burns for n seconds, prints "done" to standard
+// output and then sleeps, so that a test can read the CPU time the kernel
+// accounted to it (/proc/<pid>/stat) while it still exists.
 package main
 
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -19,9 +24,17 @@ func nexovueSmokeHotLoop(n int) uint64 {
 
 func main() {
 	deadline := time.Now().Add(2 * time.Minute) // never outlive a test run
+	burn, _ := strconv.Atoi(os.Getenv("BURN_SECONDS"))
+	if burn > 0 {
+		deadline = time.Now().Add(time.Duration(burn) * time.Second)
+	}
 	var sink uint64
 	for time.Now().Before(deadline) {
 		sink += nexovueSmokeHotLoop(1 << 20)
 	}
 	fmt.Fprintln(os.Stderr, sink)
+	if burn > 0 {
+		fmt.Println("done")
+		time.Sleep(2 * time.Minute)
+	}
 }
