@@ -200,9 +200,13 @@ func samplesByProcess(path string) (map[process]int, error) {
 	out := map[process]int{}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		for _, rp := range pd.ResourceProfiles().All() {
-			exe, _ := rp.Resource().Attributes().Get("process.executable.name")
-			pid, _ := rp.Resource().Attributes().Get("process.pid")
-			p := process{exe: exe.AsString(), pid: pid.Int()}
+			var p process
+			if exe, ok := rp.Resource().Attributes().Get("process.executable.name"); ok {
+				p.exe = exe.AsString()
+			}
+			if pid, ok := rp.Resource().Attributes().Get("process.pid"); ok {
+				p.pid = pid.Int()
+			}
 			for _, sp := range rp.ScopeProfiles().All() {
 				for _, prof := range sp.Profiles().All() {
 					for _, s := range prof.Samples().All() {
