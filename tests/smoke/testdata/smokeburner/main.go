@@ -3,7 +3,9 @@
 //
 // With BURN_SECONDS=n it burns for n seconds, prints "done" to standard
 // output and then sleeps, so that a test can read the CPU time the kernel
-// accounted to it (/proc/<pid>/stat) while it still exists.
+// accounted to it (/proc/<pid>/stat) while it still exists. With
+// WARM_SECONDS=w it first burns w seconds in nexovueSmokeWarmLoop, prints
+// "warm" and sleeps a second (a test reads /proc/<pid>/stat then).
 package main
 
 import (
@@ -22,7 +24,27 @@ func nexovueSmokeHotLoop(n int) uint64 {
 	return x
 }
 
+// nexovueSmokeWarmLoop is another leaf function, for the warm-up.
+//
+//go:noinline
+func nexovueSmokeWarmLoop(n int) uint64 {
+	x := uint64(n)
+	for i := 0; i < n; i++ {
+		x ^= x<<13 ^ x>>7 ^ x<<17
+	}
+	return x
+}
+
 func main() {
+	if warm, _ := strconv.Atoi(os.Getenv("WARM_SECONDS")); warm > 0 {
+		var sink uint64
+		for end := time.Now().Add(time.Duration(warm) * time.Second); time.Now().Before(end); {
+			sink += nexovueSmokeWarmLoop(1 << 20)
+		}
+		fmt.Fprintln(os.Stderr, sink)
+		fmt.Println("warm")
+		time.Sleep(time.Second)
+	}
 	deadline := time.Now().Add(2 * time.Minute) // never outlive a test run
 	burn, _ := strconv.Atoi(os.Getenv("BURN_SECONDS"))
 	if burn > 0 {
