@@ -77,11 +77,29 @@ func TestProfileMetricsWithEBPF(t *testing.T) {
 	})
 	burnerBin := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-pm-burn")
 	dropBin := copyExecutable(t, burnerBin, dropExe)
-	// The burner first warms up 5 s in another function, while the
-	// profiler learns about the new process; the window compared is the
-	// 20 s in the hot loop after it.
-	burner := testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service, "WARM_SECONDS=5", "BURN_SECONDS=20"}, burnerBin)
-	dropped := testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + dropExe, "BURN_SECONDS=8"}, "nice", "-n", "10", dropBin)
+	// Both programs first burn in another function until the profiler
+	// knows them (the connector has the burner's warm-up function, the
+	// unfiltered file the dropped executable); the window compared is the
+	// burner's 20 s in the hot loop after that.
+	start := filepath.Join(dir, "start")
+	burner := testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service, "WARM_UNTIL=" + start, "BURN_SECONDS=20"}, burnerBin)
+	dropped := testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + dropExe, "WARM_UNTIL=" + start, "BURN_SECONDS=8"}, "nice", "-n", "10", dropBin)
+	testenv.WaitFor(t, 50*time.Second, "the profiler to know both programs", func() (bool, error) {
+		m, err := readProfileMetrics(metricsPath)
+		if err != nil {
+			return false, err
+		}
+		all, err := samplesByProcess(allPath)
+		if err != nil {
+			return false, err
+		}
+		seen := false
+		for p := range all {
+			seen = seen || p.exe == dropExe
+		}
+		return seen && m.functions[service]["main.nexovueSmokeWarmLoop"] > 0, nil
+	})
+	require.NoError(t, os.WriteFile(start, nil, 0o600))
 
 	var kernelStart float64
 	testenv.WaitFor(t, time.Minute, "the burner's warm-up", func() (bool, error) {

@@ -4,8 +4,9 @@
 // With BURN_SECONDS=n it burns for n seconds, prints "done" to standard
 // output and then sleeps, so that a test can read the CPU time the kernel
 // accounted to it (/proc/<pid>/stat) while it still exists. With
-// WARM_SECONDS=w it first burns w seconds in nexovueSmokeWarmLoop, prints
-// "warm" and sleeps a second (a test reads /proc/<pid>/stat then).
+// WARM_UNTIL=path it first burns in nexovueSmokeWarmLoop until path exists
+// (at most a minute), prints "warm" and sleeps a second (a test reads
+// /proc/<pid>/stat then).
 package main
 
 import (
@@ -36,9 +37,12 @@ func nexovueSmokeWarmLoop(n int) uint64 {
 }
 
 func main() {
-	if warm, _ := strconv.Atoi(os.Getenv("WARM_SECONDS")); warm > 0 {
+	if until := os.Getenv("WARM_UNTIL"); until != "" {
 		var sink uint64
-		for end := time.Now().Add(time.Duration(warm) * time.Second); time.Now().Before(end); {
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); {
+			if _, err := os.Stat(until); err == nil {
+				break
+			}
 			sink += nexovueSmokeWarmLoop(1 << 20)
 		}
 		fmt.Fprintln(os.Stderr, sink)
