@@ -30,7 +30,7 @@ func ResolveSamples(pd pprofile.Profiles, maxDepth int) []string {
 	rps := pd.ResourceProfiles()
 	for i := 0; i < rps.Len(); i++ {
 		rp := rps.At(i)
-		res := "resource{" + mapString(rp.Resource().Attributes()) +
+		res := "resource{" + MapString(rp.Resource().Attributes()) +
 			" dropped=" + strconv.FormatUint(uint64(rp.Resource().DroppedAttributesCount()), 10) +
 			" schema=" + rp.SchemaUrl() + "}"
 		sps := rp.ScopeProfiles()
@@ -38,7 +38,7 @@ func ResolveSamples(pd pprofile.Profiles, maxDepth int) []string {
 			sp := sps.At(j)
 			sc := sp.Scope()
 			scope := fmt.Sprintf("scope{%s %s %s dropped=%d schema=%s}", sc.Name(), sc.Version(),
-				mapString(sc.Attributes()), sc.DroppedAttributesCount(), sp.SchemaUrl())
+				MapString(sc.Attributes()), sc.DroppedAttributesCount(), sp.SchemaUrl())
 			profs := sp.Profiles()
 			for k := 0; k < profs.Len(); k++ {
 				p := profs.At(k)
@@ -129,8 +129,9 @@ func (r *resolver) location(i int32) string {
 	return r.locs[i]
 }
 
-// mapString writes a pcommon.Map in key order.
-func mapString(m pcommon.Map) string {
+// MapString writes a pcommon.Map in key order, types included: equal
+// strings for equal maps.
+func MapString(m pcommon.Map) string {
 	keys := make([]string, 0, m.Len())
 	for k := range m.All() {
 		keys = append(keys, k)

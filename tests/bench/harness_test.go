@@ -95,6 +95,7 @@ func TestBench(t *testing.T) {
 		{"gateway", "3. Gateway throughput", h.gateway},
 		{"split", "4. Frame splitting at scale", h.split},
 		{"micro", "5. Component micro-benchmarks", h.micro},
+		{"profile_metrics", "6. The profile_metrics connector in the agent", h.profileMetrics},
 	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(*flagOnly, ",") {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
@@ -253,6 +255,27 @@ func (s *SyncBuffer) String() string {
 // skipped; any other line that is not a profiles request fails the read,
 // naming its line number.
 func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
+	return readJSONLines(path, "profiles", func(line []byte) error {
+		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
+		if err == nil {
+			each(pd)
+		}
+		return err
+	})
+}
+
+// ReadMetricLines is ReadProfileLines for a file exporter of metrics.
+func ReadMetricLines(path string, each func(pmetric.Metrics)) error {
+	return readJSONLines(path, "metrics", func(line []byte) error {
+		md, err := (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics(line)
+		if err == nil {
+			each(md)
+		}
+		return err
+	})
+}
+
+func readJSONLines(path, signal string, each func([]byte) error) error {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil
@@ -270,11 +293,9 @@ func ReadProfileLines(path string, each func(pprofile.Profiles)) error {
 		if len(line) == 0 {
 			continue
 		}
-		pd, err := (&pprofile.JSONUnmarshaler{}).UnmarshalProfiles(line)
-		if err != nil {
-			return fmt.Errorf("%s:%d: not a profiles request: %w", path, n, err)
+		if err := each(line); err != nil {
+			return fmt.Errorf("%s:%d: not a %s request: %w", path, n, signal, err)
 		}
-		each(pd)
 	}
 	return nil
 }
@@ -303,4 +324,37 @@ func FreePort(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The shipped agent and gateway configs carry an optional metrics pipeline
+// (the profile_metrics connector) as commented blocks between these lines.
+const (
+	MetricsBlockBegin = "# --- metrics from profiles (optional): begin"
+	MetricsBlockEnd   = "# --- metrics from profiles: end"
+)
+
+var commentedLine = regexp.MustCompile(`^(\s*)# (.*)$`)
+
+// EnableMetricsBlocks does what the shipped configs tell a user to do to
+// turn the optional metrics pipeline on: in each marked block, remove the
+// "# " in front of every line that has one ("##" lines stay comments). It
+// returns the config and the number of blocks.
+func EnableMetricsBlocks(config string) (string, int) {
+	lines := strings.Split(config, "\n")
+	in, blocks := false, 0
+	for i, l := range lines {
+		switch strings.TrimSpace(l) {
+		case MetricsBlockBegin:
+			in = true
+			blocks++
+			continue
+		case MetricsBlockEnd:
+			in = false
+			continue
+		}
+		if m := commentedLine.FindStringSubmatch(l); in && m != nil && !strings.HasPrefix(m[2], "#") {
+			lines[i] = m[1] + m[2]
+		}
+	}
+	return strings.Join(lines, "\n"), blocks
 }
