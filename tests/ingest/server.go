@@ -299,6 +299,9 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	s.agg.merge(sum, info.Samples, info.Frames)
 	s.agg.record(info)
 	s.mu.Unlock()
+	if s.cfg.OnAccepted != nil {
+		s.cfg.OnAccepted(pd)
+	}
 
 	resp := pprofileotlp.NewExportResponse()
 	var out []byte
