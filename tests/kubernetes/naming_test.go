@@ -113,17 +113,31 @@ func TestKubernetesNaming(t *testing.T) {
 
 	run := startAgent(t, c, node, true)
 
+	var missing []string
+	t.Cleanup(func() {
+		if t.Failed() && len(missing) > 0 {
+			t.Logf("no enriched profile yet from: %s", strings.Join(missing, ", "))
+		}
+	})
 	testenv.WaitFor(t, 2*time.Minute, "an enriched profile from every test container and the host burner", func() (bool, error) {
 		if ok, err := run.proc.Exited(); ok {
 			return false, fmt.Errorf("the agent exited (%v)", err)
 		}
+		// A permission the shipped ClusterRole lacks shows as the API
+		// server's "forbidden" in k8s_attributes' log.
+		if line := forbidden(run.proc.Output()); line != "" {
+			return false, fmt.Errorf("the agent's ServiceAccount was refused: %s", line)
+		}
+		missing = missing[:0]
 		for _, e := range cases {
 			if o, ok := run.rec.last(e.pod.pids[e.container]); !ok || o.attrs["k8s.pod.name"] == "" {
-				return false, nil
+				missing = append(missing, fmt.Sprintf("%s/%s (last seen: %v)", e.pod.spec.name, e.container, o.attrs))
 			}
 		}
-		_, ok := run.rec.last(hostPID)
-		return ok, nil
+		if _, ok := run.rec.last(hostPID); !ok {
+			missing = append(missing, "the host burner")
+		}
+		return len(missing) == 0, nil
 	})
 	for _, e := range cases {
 		o, _ := run.rec.last(e.pod.pids[e.container])
@@ -261,4 +275,15 @@ func (run *agentRun) waitProfilesSince(t *testing.T, pid int, since time.Time, w
 		}
 		return n >= 3, nil
 	})
+}
+
+// forbidden returns the first line of out in which the API server refused
+// the agent something, or "".
+func forbidden(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "forbidden") {
+			return line
+		}
+	}
+	return ""
 }
