@@ -69,21 +69,31 @@ run: build
 	internal/buildtools/run-local.sh
 
 # What the tests need from the machine: tracefs for the eBPF receiver, podman
-# and runc for the container test. Needs root; does nothing when all is there.
+# and runc for the container test, etcd and kube-apiserver for the Kubernetes
+# test. Needs root; does nothing when all is there.
 .PHONY: prereqs
-prereqs:
+prereqs: kube-apiserver
 	internal/buildtools/prereqs.sh
+
+# kube-apiserver for tests/kubernetes, built from k8s.io/kubernetes (pinned in
+# internal/tools/kube/go.mod) once and kept in _build/kube: rebuilt only when
+# that go.mod or go.sum change. A cold build takes minutes.
+KUBE_APISERVER := $(BUILD_DIR)/kube/kube-apiserver
+.PHONY: kube-apiserver
+kube-apiserver: $(KUBE_APISERVER)
+$(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
+	cd internal/tools/kube && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 # Every test: unit, fuzz seeds, the cross-builds, and the smoke, end-to-end,
 # distribution and container tests that drive the built binary.
 # The tests of the built binary run verbosely: each prints a line of figures.
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
-SYSTEM_TESTS := ./tests/smoke/ ./tests/e2e/ ./tests/container/
+SYSTEM_TESTS := ./tests/smoke/ ./tests/e2e/ ./tests/container/ ./tests/kubernetes/
 .PHONY: test
 test: prereqs build crossbuild
 	$(GO) vet ./...
 	$(GO) vet -tags bench ./tests/bench/
-	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container)
+	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes)
 	$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)
 
 .PHONY: clean

@@ -3,7 +3,8 @@
 # tracefs, which the eBPF profiler needs, and installs from the distribution's
 # packages what the tests use: podman and runc (container test), wine and the
 # mingw-w64 binutils (the Windows binary's `validate` under Wine), zip (the
-# Windows archive), kustomize into .tools when neither kubectl nor
+# Windows archive), etcd-server (the Kubernetes test; `make prereqs` also
+# builds its kube-apiserver), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
 # test (gcc, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
@@ -25,6 +26,7 @@ declare -A need=(
 	[wineserver]="wine wine64"
 	[x86_64-w64-mingw32-as]=binutils-mingw-w64-x86-64
 	[zip]=zip
+	[etcd]=etcd-server
 )
 pkgs=()
 for cmd in "${!need[@]}"; do

@@ -33,6 +33,24 @@ type Config struct {
 	// values are cut on a UTF-8 boundary.
 	MaxValueLength int `mapstructure:"max_value_length"`
 
+	// Kubernetes names the processes of pods after their pod, from the
+	// attributes k8s_attributes adds (see README, "Kubernetes").
+	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// KubernetesConfig configures the Kubernetes naming rules.
+type KubernetesConfig struct {
+	// Enabled names a process that is in a pod, and has no name from its
+	// environment, after its pod's annotation, labels, workload or name,
+	// and sets service.namespace from the pod's annotation or namespace.
+	Enabled bool `mapstructure:"enabled"`
+	// UseLabels lets the pod's app.kubernetes.io/instance and
+	// app.kubernetes.io/name labels name it, before its workload.
+	UseLabels bool `mapstructure:"use_labels"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -43,6 +61,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		KeepEnvAttributes: false,
 		MaxValueLength:    defaultMaxValueLength,
+		Kubernetes:        KubernetesConfig{Enabled: false, UseLabels: true},
 	}
 }
 

@@ -27,15 +27,19 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{
 			id:       component.NewID(metadata.Type),
-			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255},
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}},
 		},
 		{
 			id:       component.NewIDWithName(metadata.Type, "keep_env"),
-			expected: &Config{KeepEnvAttributes: true, MaxValueLength: 255},
+			expected: &Config{KeepEnvAttributes: true, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}},
 		},
 		{
 			id:       component.NewIDWithName(metadata.Type, "long_values"),
-			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 1024},
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 1024, Kubernetes: KubernetesConfig{UseLabels: true}},
+		},
+		{
+			id:       component.NewIDWithName(metadata.Type, "kubernetes"),
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{Enabled: true, UseLabels: false}},
 		},
 		{
 			id:          component.NewIDWithName(metadata.Type, "too_short"),
@@ -80,4 +84,6 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	assert.False(t, cfg.KeepEnvAttributes)
 	assert.Equal(t, 255, cfg.MaxValueLength)
+	assert.False(t, cfg.Kubernetes.Enabled)
+	assert.True(t, cfg.Kubernetes.UseLabels)
 }

@@ -41,6 +41,10 @@ const (
 	sourceExisting source = iota
 	sourceOTelServiceName
 	sourceOTelResourceAttributes
+	sourceK8sAnnotation
+	sourceK8sLabel
+	sourceK8sWorkload
+	sourceK8sPod
 	sourceUnknownService
 	numSources
 )
@@ -54,6 +58,14 @@ func (s source) String() string {
 		return "otel_service_name"
 	case sourceOTelResourceAttributes:
 		return "otel_resource_attributes"
+	case sourceK8sAnnotation:
+		return "k8s_annotation"
+	case sourceK8sLabel:
+		return "k8s_label"
+	case sourceK8sWorkload:
+		return "k8s_workload"
+	case sourceK8sPod:
+		return "k8s_pod"
 	case sourceUnknownService:
 		return unknownService
 	}
@@ -64,10 +76,17 @@ func (s source) String() string {
 type namer struct {
 	keepEnvAttributes bool
 	maxValueLength    int
+	kubernetes        bool
+	useLabels         bool
 }
 
 func newNamer(cfg *Config) namer {
-	return namer{keepEnvAttributes: cfg.KeepEnvAttributes, maxValueLength: cfg.MaxValueLength}
+	return namer{
+		keepEnvAttributes: cfg.KeepEnvAttributes,
+		maxValueLength:    cfg.MaxValueLength,
+		kubernetes:        cfg.Kubernetes.Enabled,
+		useLabels:         cfg.Kubernetes.UseLabels,
+	}
 }
 
 // resourceFields are the string values of the attributes a namer reads,
@@ -140,6 +159,17 @@ func (n namer) name(attrs pcommon.Map) (source, int) {
 			src = sourceOTelResourceAttributes
 			name = raName
 		}
+	}
+
+	// Kubernetes rules: the pod's annotation, labels, workload, name; and
+	// service.namespace when the environment gave none.
+	if n.kubernetes {
+		if src == sourceUnknownService {
+			if k8sName, k8sSrc := n.kubernetesName(attrs); k8sSrc != sourceUnknownService {
+				src, name = k8sSrc, k8sName
+			}
+		}
+		n.kubernetesNamespace(attrs)
 	}
 
 	// Rule 4: unknown_service:<executable>.

@@ -535,7 +535,7 @@ func TestPercentDecode(t *testing.T) {
 }
 
 func TestSourceString(t *testing.T) {
-	want := []string{"existing", "otel_service_name", "otel_resource_attributes", "unknown_service"}
+	want := []string{"existing", "otel_service_name", "otel_resource_attributes", "k8s_annotation", "k8s_label", "k8s_workload", "k8s_pod", "unknown_service"}
 	for s := range numSources {
 		assert.Equal(t, want[s], s.String())
 	}

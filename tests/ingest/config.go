@@ -1,6 +1,10 @@
 package ingest
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
 
 // Defaults of the documented ingest contract.
 const (
@@ -60,6 +64,10 @@ type Config struct {
 	KeepBodies int
 	// Now is the clock (for the rate limit and Retry-After); default time.Now.
 	Now func() time.Time
+	// OnAccepted, when set, is called with each accepted request's profiles
+	// before the answer is written, for tests that look at what the
+	// double does not keep (resource attributes). It must not keep pd.
+	OnAccepted func(pd pprofile.Profiles)
 }
 
 func (c Config) withDefaults() Config {

@@ -312,6 +312,9 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 		s.bodies = append(s.bodies, body)
 	}
 	s.mu.Unlock()
+	if s.cfg.OnAccepted != nil {
+		s.cfg.OnAccepted(pd)
+	}
 
 	resp := pprofileotlp.NewExportResponse()
 	var out []byte

@@ -110,8 +110,10 @@ func configMapConfig(t *testing.T, file, name string) map[string]any {
 	return parseConfig(t, file, []byte(cm.Data["config.yaml"]))
 }
 
-// withoutK8sAttributes returns a deep copy of cfg without the k8s_attributes
-// processor and its place in the profiles pipeline.
+// withoutK8sAttributes returns a deep copy of cfg without what the
+// Kubernetes agent adds to the host's config, and nothing else: the
+// k8s_attributes processor, its place in the profiles pipeline, and
+// service_name's kubernetes naming, which must be on.
 func withoutK8sAttributes(t *testing.T, cfg map[string]any) map[string]any {
 	t.Helper()
 	js, err := yaml.Marshal(cfg)
@@ -123,6 +125,11 @@ func withoutK8sAttributes(t *testing.T, cfg map[string]any) map[string]any {
 		t.Fatal(err)
 	}
 	delete(c["processors"].(map[string]any), "k8s_attributes")
+	sn, _ := get(c, "processors", "service_name").(map[string]any)
+	if want := map[string]any{"enabled": true, "use_labels": true}; !reflect.DeepEqual(sn["kubernetes"], want) {
+		t.Errorf("service_name.kubernetes %v, want %v (the Kubernetes naming is on in the DaemonSet's config)", sn["kubernetes"], want)
+	}
+	delete(sn, "kubernetes")
 	p := get(c, "service", "pipelines", "profiles").(map[string]any)
 	p["processors"] = slices.DeleteFunc(p["processors"].([]any), func(x any) bool { return x == "k8s_attributes" })
 	return c
@@ -151,7 +158,7 @@ func TestConfigMapsMatchShippedConfigs(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				gy, _ := yaml.Marshal(got)
 				wy, _ := yaml.Marshal(want)
-				t.Errorf("%s drifted from distributions/otelcol-nexovue/%s (k8s_attributes aside):\n--- ConfigMap\n%s\n--- %s\n%s", tc.cmFile, tc.shipped, gy, tc.shipped, wy)
+				t.Errorf("%s drifted from distributions/otelcol-nexovue/%s (k8s_attributes and service_name.kubernetes aside):\n--- ConfigMap\n%s\n--- %s\n%s", tc.cmFile, tc.shipped, gy, tc.shipped, wy)
 			}
 		})
 	}

@@ -163,6 +163,10 @@ type CollectorOptions struct {
 	EBPF bool
 	// Args replaces the default arguments after --config (the feature gate).
 	Args []string
+	// Wrap, when set, is a command line the collector (with the launcher,
+	// if any) is appended to and run by, such as an unshare that gives it a
+	// private mount namespace. It must exec what follows it.
+	Wrap []string
 }
 
 // StartCollector starts the built binary with config and waits until it says
@@ -182,6 +186,10 @@ func StartCollector(t testing.TB, config string, opts CollectorOptions) *Process
 		RequireTracefs(t)
 		name = Launcher(t)
 		args = append([]string{bin}, args...)
+	}
+	if len(opts.Wrap) > 0 {
+		args = append(append(append([]string(nil), opts.Wrap[1:]...), name), args...)
+		name = opts.Wrap[0]
 	}
 	p := Start(t, opts.Env, name, args...)
 	WaitFor(t, time.Minute, "the collector to be ready", func() (bool, error) {

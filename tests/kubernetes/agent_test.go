@@ -1,0 +1,199 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package kubernetes
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+const (
+	agentNamespace = "nexovue-profiling"
+	agentName      = "otelcol-nexovue-agent"
+	testKey        = "nxv-k8s-test-key"
+	// burnerExe is the workload's executable name: every pod runs the same
+	// one, so only the pod can tell their profiles apart.
+	burnerExe = "nxv-podburner"
+	// saDir is where client-go's in-cluster config reads the token and CA.
+	saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+)
+
+// applyDistributions applies the gateway and least-privilege bases, then
+// distributions/kubernetes (the agent), each with `kubectl apply -k`,
+// server-side with strict field validation, so the agent's objects are the
+// ones distributions/kubernetes ships.
+func applyDistributions(t testing.TB, c *cluster) {
+	t.Helper()
+	root := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes")
+	for _, dir := range []string{"gateway", "least-privilege", "."} {
+		if _, err := c.kubectlOut("apply", "-k", filepath.Join(root, dir), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
+			t.Fatalf("apply distributions/kubernetes/%s: %v", dir, err)
+		}
+	}
+}
+
+// agentConfig reads the agent's Collector config back from the API server.
+func agentConfig(t testing.TB, c *cluster) string {
+	t.Helper()
+	cfg := c.kubectl(t, "-n", agentNamespace, "get", "configmap", agentName, "-o", `jsonpath={.data.config\.yaml}`)
+	if !strings.Contains(cfg, "k8s_attributes") {
+		t.Fatalf("the agent's ConfigMap from the API server has no k8s_attributes:\n%s", cfg)
+	}
+	// The DaemonSet sets K8S_NODE_NAME from the pod's node; the test sets it
+	// the same way for its node.
+	env := c.kubectl(t, "-n", agentNamespace, "get", "daemonset", agentName, "-o",
+		`jsonpath={range .spec.template.spec.containers[0].env[*]}{.name}={.valueFrom.fieldRef.fieldPath}{"\n"}{end}`)
+	if !strings.Contains(env, "K8S_NODE_NAME=spec.nodeName") {
+		t.Fatalf("the agent DaemonSet does not set K8S_NODE_NAME from spec.nodeName:\n%s", env)
+	}
+	return cfg
+}
+
+// agentRun is the agent started as the DaemonSet's pod would be, and what
+// the ingest double received from it.
+type agentRun struct {
+	proc *testenv.Process
+	srv  *ingest.Server
+	rec  *recorder
+}
+
+// startAgent runs the built binary with the agent's config from the API
+// server as the agent's ServiceAccount: a TokenRequest token and the CA are
+// bind-mounted where in-cluster config reads them, in a private mount
+// namespace (the host's /var/run/secrets is untouched), and
+// KUBERNETES_SERVICE_HOST/PORT point at the API server. So the shipped RBAC
+// is what the agent has. NEXOVUE_ENDPOINT points at the ingest double.
+func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
+	t.Helper()
+	cfg := agentConfig(t, c)
+	dir := t.TempDir()
+	token := c.kubectl(t, "-n", agentNamespace, "create", "token", agentName, "--duration=2h")
+	sa := filepath.Join(dir, "serviceaccount")
+	mustWrite(t, filepath.Join(sa, "token"), strings.TrimSpace(token))
+	caPEM, err := os.ReadFile(c.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(sa, "ca.crt"), string(caPEM))
+	mustWrite(t, filepath.Join(sa, "namespace"), agentNamespace)
+
+	configPath := filepath.Join(dir, "config.yaml")
+	mustWrite(t, configPath, cfg)
+	// Test-only overlay: profiles reach the double every 2 s rather than 5 s.
+	overlay := "receivers:\n  profiling:\n    reporter_interval: 2s\n"
+	if !withK8s {
+		// The baseline of the cost figures: the same config without
+		// k8s_attributes.
+		overlay += "service:\n  pipelines:\n    profiles:\n      processors: [memory_limiter, service_name, frame_limit]\n"
+	}
+	overlayPath := filepath.Join(dir, "overlay.yaml")
+	mustWrite(t, overlayPath, overlay)
+
+	rec := newRecorder()
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, OnAccepted: rec.record})
+	env := []string{
+		"NEXOVUE_ENDPOINT=" + srv.URL(),
+		"NEXOVUE_KEY=" + testKey,
+		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
+		"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
+		"NEXOVUE_METRICS_HOST=127.0.0.1",
+		"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
+		"K8S_NODE_NAME=" + node,
+		"KUBERNETES_SERVICE_HOST=127.0.0.1",
+		"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(c.apiPort),
+		"OTEL_SERVICE_NAME=", "OTEL_RESOURCE_ATTRIBUTES=",
+	}
+	// A tmpfs over /run (what /var/run links to) in the agent's own mount
+	// namespace gives the service-account folder a place to be mounted.
+	mountSA := fmt.Sprintf(`set -e
+mount -t tmpfs tmpfs /run
+mkdir -p %[1]s
+mount --bind "$0" %[1]s
+exec "$@"`, saDir)
+	proc := testenv.StartCollector(t, configPath, testenv.CollectorOptions{
+		Env:  env,
+		EBPF: true,
+		Args: []string{"--config", overlayPath, testenv.FeatureGate},
+		Wrap: []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountSA, sa},
+	})
+	return &agentRun{proc: proc, srv: srv, rec: rec}
+}
+
+func mustWrite(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// observation is one resource of the burner's that the double accepted.
+type observation struct {
+	at      time.Time
+	attrs   map[string]string
+	samples int
+}
+
+// recorder keeps the resources of the burner's processes the double
+// accepted, by process.pid.
+type recorder struct {
+	mu    sync.Mutex
+	byPID map[string][]observation
+}
+
+func newRecorder() *recorder { return &recorder{byPID: map[string][]observation{}} }
+
+func (r *recorder) record(pd pprofile.Profiles) {
+	now := time.Now()
+	rps := pd.ResourceProfiles()
+	for i := 0; i < rps.Len(); i++ {
+		rp := rps.At(i)
+		attrs := rp.Resource().Attributes()
+		if exe, ok := attrs.Get("process.executable.name"); !ok || exe.AsString() != burnerExe {
+			continue
+		}
+		o := observation{at: now, attrs: map[string]string{}}
+		for k, v := range attrs.All() {
+			o.attrs[k] = v.AsString()
+		}
+		for j := 0; j < rp.ScopeProfiles().Len(); j++ {
+			ps := rp.ScopeProfiles().At(j).Profiles()
+			for k := 0; k < ps.Len(); k++ {
+				o.samples += ps.At(k).Samples().Len()
+			}
+		}
+		r.mu.Lock()
+		r.byPID[o.attrs["process.pid"]] = append(r.byPID[o.attrs["process.pid"]], o)
+		r.mu.Unlock()
+	}
+}
+
+// of returns the observations of pid so far.
+func (r *recorder) of(pid int) []observation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]observation(nil), r.byPID[strconv.Itoa(pid)]...)
+}
+
+// last returns the latest observation of pid.
+func (r *recorder) last(pid int) (observation, bool) {
+	obs := r.of(pid)
+	if len(obs) == 0 {
+		return observation{}, false
+	}
+	return obs[len(obs)-1], true
+}

@@ -1,0 +1,289 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package kubernetes
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// expect is what every profile of one container's process must carry.
+type expect struct {
+	pod           *pod
+	container     string
+	service       string
+	namespace     string // service.namespace
+	workloadKey   string // the workload's attribute, e.g. k8s.deployment.name
+	workloadValue string
+}
+
+// TestKubernetesNaming runs the shipped DaemonSet config, read back from a
+// real kube-apiserver, with the agent ServiceAccount's token, against pods of
+// every kind whose containers are real processes in cgroups named after
+// their container IDs, and checks the service.name, service.namespace and
+// k8s.* attributes that reach the ingest double for each naming rule; then
+// a pod created while the agent runs, a pod deleted while its process runs,
+// and the API server stopped and started again.
+func TestKubernetesNaming(t *testing.T) {
+	c := startCluster(t)
+	applyDistributions(t, c)
+	node := "nxv-node-" + randHex(t, 3)
+	cg := newCgroups(t)
+	burner := buildBurner(t)
+	noEnv := []string{"OTEL_SERVICE_NAME=", "OTEL_RESOURCE_ATTRIBUTES="}
+	env := func(kv ...string) []string { return append(append([]string(nil), noEnv...), kv...) }
+
+	// The pod-template-hash names the ReplicaSet of a Deployment, as the
+	// Deployment controller does; k8s_attributes derives the Deployment from it.
+	rsOf := func(dep, hash string) *owner { return &owner{"ReplicaSet", dep + "-" + hash} }
+	allLabels := map[string]string{"app.kubernetes.io/instance": "inst-x", "app.kubernetes.io/name": "name-x"}
+	withHash := func(hash string, m map[string]string) map[string]string {
+		out := map[string]string{"pod-template-hash": hash}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	// A CronJob names its Jobs <cronjob>-<minutes since the epoch>.
+	cronJob := "nightly-" + strconv.FormatInt(time.Now().Unix()/60, 10)
+
+	var cases []expect
+	add := func(s podSpec, container, service, ns, wkKey, wkValue string) *pod {
+		p := createPod(t, c, node, s)
+		cases = append(cases, expect{p, container, service, ns, wkKey, wkValue})
+		return p
+	}
+	// 1. OTEL_SERVICE_NAME beats the annotation, labels and workload.
+	add(podSpec{namespace: "shop", name: "envname-6c9f8d7b5-aaaaa", owner: rsOf("envname", "6c9f8d7b5"),
+		labels: withHash("6c9f8d7b5", allLabels), annotations: map[string]string{"resource.opentelemetry.io/service.name": "ann-x"},
+		env: env("OTEL_SERVICE_NAME=env-checkout")}, "app", "env-checkout", "shop", "k8s.deployment.name", "envname")
+	// 2. service.name (and service.namespace) of OTEL_RESOURCE_ATTRIBUTES.
+	add(podSpec{namespace: "shop", name: "raname-6c9f8d7b5-bbbbb", owner: rsOf("raname", "6c9f8d7b5"),
+		labels: withHash("6c9f8d7b5", allLabels),
+		env:    env("OTEL_RESOURCE_ATTRIBUTES=service.name=ra-cart,service.namespace=ra-ns")}, "app", "ra-cart", "ra-ns", "k8s.deployment.name", "raname")
+	// 3. The annotations.
+	add(podSpec{namespace: "shop", name: "annotated-6c9f8d7b5-ccccc", owner: rsOf("annotated", "6c9f8d7b5"),
+		labels: withHash("6c9f8d7b5", allLabels), annotations: map[string]string{
+			"resource.opentelemetry.io/service.name": "ann-frontend", "resource.opentelemetry.io/service.namespace": "ann-ns"},
+		env: noEnv}, "app", "ann-frontend", "ann-ns", "k8s.deployment.name", "annotated")
+	// 4. app.kubernetes.io/instance, then app.kubernetes.io/name.
+	add(podSpec{namespace: "shop", name: "labelled-6c9f8d7b5-ddddd", owner: rsOf("labelled", "6c9f8d7b5"),
+		labels: withHash("6c9f8d7b5", allLabels), env: noEnv}, "app", "inst-x", "shop", "k8s.deployment.name", "labelled")
+	add(podSpec{namespace: "shop", name: "named-0", owner: &owner{"StatefulSet", "named"},
+		labels: map[string]string{"app.kubernetes.io/name": "name-ads"}, env: noEnv}, "app", "name-ads", "shop", "k8s.statefulset.name", "named")
+	// 5. The owning workload: two Deployments named checkout in two
+	// namespaces stay apart by service.namespace; a sidecar keeps its
+	// container's name.
+	checkout := add(podSpec{namespace: "shop", name: "checkout-5d8f7c6b4-eeeee", owner: rsOf("checkout", "5d8f7c6b4"),
+		labels: withHash("5d8f7c6b4", nil), containers: []string{"app", "envoy"}, env: noEnv},
+		"app", "checkout", "shop", "k8s.deployment.name", "checkout")
+	cases = append(cases, expect{checkout, "envoy", "checkout", "shop", "k8s.deployment.name", "checkout"})
+	add(podSpec{namespace: "pay", name: "checkout-7b6c5d4f3-fffff", owner: rsOf("checkout", "7b6c5d4f3"),
+		labels: withHash("7b6c5d4f3", nil), env: noEnv}, "app", "checkout", "pay", "k8s.deployment.name", "checkout")
+	add(podSpec{namespace: "shop", name: "db-0", owner: &owner{"StatefulSet", "db"}, env: noEnv},
+		"app", "db", "shop", "k8s.statefulset.name", "db")
+	add(podSpec{namespace: "shop", name: "logagent-x7k2p", owner: &owner{"DaemonSet", "logagent"}, env: noEnv},
+		"app", "logagent", "shop", "k8s.daemonset.name", "logagent")
+	add(podSpec{namespace: "shop", name: cronJob + "-g4h5j", owner: &owner{"Job", cronJob}, env: noEnv},
+		"app", "nightly", "shop", "k8s.cronjob.name", "nightly")
+	add(podSpec{namespace: "shop", name: "migrate-k9m8n", owner: &owner{"Job", "migrate"}, env: noEnv},
+		"app", "migrate", "shop", "k8s.job.name", "migrate")
+	// Then the pod's own name.
+	bare := add(podSpec{namespace: "shop", name: "debug-shell", env: noEnv}, "app", "debug-shell", "shop", "", "")
+
+	for _, e := range cases {
+		if len(e.pod.pids) == 0 {
+			startProcesses(t, cg, burner, e.pod)
+			nameContainers(t, c, e.pod)
+		}
+	}
+	// 6. A process in no pod: a cgroup whose path ends in no container ID.
+	host := testenv.Start(t, noEnv, "nice", "-n", "10", burner, cg.dir(t, "system.slice/nxv-host.service"))
+	testenv.WaitFor(t, 30*time.Second, "the host burner to join its cgroup", func() (bool, error) {
+		return strings.Contains(host.Output(), "ready"), nil
+	})
+	hostPID := host.Cmd.Process.Pid
+
+	run := startAgent(t, c, node, true)
+
+	var missing []string
+	t.Cleanup(func() {
+		if t.Failed() && len(missing) > 0 {
+			t.Logf("no enriched profile yet from: %s", strings.Join(missing, ", "))
+		}
+	})
+	testenv.WaitFor(t, 2*time.Minute, "an enriched profile from every test container and the host burner", func() (bool, error) {
+		if ok, err := run.proc.Exited(); ok {
+			return false, fmt.Errorf("the agent exited (%v)", err)
+		}
+		// A permission the shipped ClusterRole lacks shows as the API
+		// server's "forbidden" in k8s_attributes' log.
+		if line := forbidden(run.proc.Output()); line != "" {
+			return false, fmt.Errorf("the agent's ServiceAccount was refused: %s", line)
+		}
+		missing = missing[:0]
+		for _, e := range cases {
+			if o, ok := run.rec.last(e.pod.pids[e.container]); !ok || o.attrs["k8s.pod.name"] == "" {
+				missing = append(missing, fmt.Sprintf("%s/%s (last seen: %v)", e.pod.spec.name, e.container, o.attrs))
+			}
+		}
+		if _, ok := run.rec.last(hostPID); !ok {
+			missing = append(missing, "the host burner")
+		}
+		return len(missing) == 0, nil
+	})
+	for _, e := range cases {
+		o, _ := run.rec.last(e.pod.pids[e.container])
+		checkPodResource(t, e, node, o)
+	}
+	if o, _ := run.rec.last(hostPID); o.attrs["service.name"] != "unknown_service:"+burnerExe || o.attrs["k8s.pod.name"] != "" || o.attrs["service.namespace"] != "" {
+		t.Errorf("host process: want unknown_service:%s and no k8s attributes, got %v", burnerExe, o.attrs)
+	}
+
+	t.Run("pod created after the agent started", func(t *testing.T) {
+		late := createPod(t, c, node, podSpec{namespace: "shop", name: "late-5f4e3d2c1-lllll", owner: rsOf("late", "5f4e3d2c1"),
+			labels: withHash("5f4e3d2c1", nil), env: noEnv})
+		startProcesses(t, cg, burner, late)
+		nameContainers(t, c, late)
+		pid := late.pids["app"]
+		var first observation
+		testenv.WaitFor(t, 10*time.Second, "an enriched profile of the late pod, within 10 s of its status naming its container", func() (bool, error) {
+			for _, o := range run.rec.of(pid) {
+				if o.attrs["k8s.pod.name"] != "" {
+					first = o
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		checkPodResource(t, expect{late, "app", "late", "shop", "k8s.deployment.name", "late"}, node, first)
+		t.Logf("figure: pod status naming its container -> first enriched profile at the double: %s (reporter_interval 2s)",
+			first.at.Sub(late.named).Round(10*time.Millisecond))
+	})
+
+	t.Run("pod deleted while its process runs", func(t *testing.T) {
+		pid := bare.pids["app"]
+		before := len(run.rec.of(pid))
+		c.kubectl(t, "-n", "shop", "delete", "pod", bare.spec.name, "--grace-period=0", "--force", "--wait=false")
+		run.waitProfilesSince(t, pid, time.Now(), "the deleted pod's process")
+		// Each profile is either still the pod's (k8s_attributes keeps a
+		// deleted pod for pod_delete_grace_period, 2 min by default) or, after
+		// that, the host process it now is: never a mix.
+		for _, o := range run.rec.of(pid)[before:] {
+			if o.attrs["k8s.pod.name"] != "" {
+				checkPodResource(t, expect{bare, "app", "debug-shell", "shop", "", ""}, node, o)
+			} else if o.attrs["service.name"] != "unknown_service:"+burnerExe || o.attrs["service.namespace"] != "" {
+				t.Errorf("deleted pod's process, unenriched: want unknown_service:%s without service.namespace, got %v", burnerExe, o.attrs)
+			}
+		}
+	})
+
+	t.Run("API server stopped and restarted", func(t *testing.T) {
+		pid := checkout.pids["app"]
+		c.stopAPIServer()
+		stopped := time.Now()
+		run.waitProfilesSince(t, pid, stopped, "checkout while the API server is down")
+		// The pods the agent knows stay enriched while it cannot reach the
+		// API server.
+		for _, o := range run.rec.of(pid) {
+			if o.at.After(stopped) {
+				checkPodResource(t, expect{checkout, "app", "checkout", "shop", "k8s.deployment.name", "checkout"}, node, o)
+			}
+		}
+		c.startAPIServer(t)
+		c.waitReady(t)
+		// Enrichment returns: a pod created after the restart is enriched,
+		// so the agent's watch is back.
+		again := createPod(t, c, node, podSpec{namespace: "shop", name: "again-0", owner: &owner{"StatefulSet", "again"}, env: noEnv})
+		startProcesses(t, cg, burner, again)
+		nameContainers(t, c, again)
+		testenv.WaitFor(t, 90*time.Second, "an enriched profile of a pod created after the API server restarted", func() (bool, error) {
+			o, ok := run.rec.last(again.pids["app"])
+			return ok && o.attrs["k8s.pod.name"] != "", nil
+		})
+		o, _ := run.rec.last(again.pids["app"])
+		checkPodResource(t, expect{again, "app", "again", "shop", "k8s.statefulset.name", "again"}, node, o)
+	})
+
+	// Nothing lost: the double accepted every request the agent sent.
+	st := run.srv.Stats()
+	for status, n := range st.RequestsByStatus {
+		if status != http.StatusOK {
+			t.Errorf("the double answered %d to %d requests (want only 200): %v", status, n, st.RequestsByStatus)
+		}
+	}
+	if st.Dropped != 0 {
+		t.Errorf("%d connections dropped", st.Dropped)
+	}
+	if strings.Contains(run.proc.Output(), "Dropping data") || strings.Contains(run.proc.Output(), "panic") {
+		t.Errorf("the agent dropped data or panicked:\n%s", run.proc.Output())
+	}
+	t.Logf("figure: %d requests accepted, %d samples, %d test processes named", st.AcceptedRequests, st.SamplesAccepted, len(cases)+1)
+}
+
+// checkPodResource checks one profile's resource of a pod's process.
+func checkPodResource(t *testing.T, e expect, node string, o observation) {
+	t.Helper()
+	want := map[string]string{
+		"service.name":       e.service,
+		"service.namespace":  e.namespace,
+		"k8s.namespace.name": e.pod.spec.namespace,
+		"k8s.pod.name":       e.pod.spec.name,
+		"k8s.pod.uid":        e.pod.uid,
+		"k8s.container.name": e.container,
+		"k8s.node.name":      node,
+		"container.id":       e.pod.ids[e.container],
+	}
+	if e.workloadKey != "" {
+		want[e.workloadKey] = e.workloadValue
+	}
+	for k, v := range want {
+		if o.attrs[k] != v {
+			t.Errorf("%s/%s: %s = %q, want %q (all: %v)", e.pod.spec.name, e.container, k, o.attrs[k], v, o.attrs)
+		}
+	}
+	for k := range o.attrs {
+		if strings.HasPrefix(k, "process.environment_variable.") {
+			t.Errorf("%s/%s: env attribute %s was sent", e.pod.spec.name, e.container, k)
+		}
+	}
+	if o.samples == 0 {
+		t.Errorf("%s/%s: a resource without samples", e.pod.spec.name, e.container)
+	}
+}
+
+// waitProfilesSince waits until three profiles of pid arrived after since,
+// failing if the agent exits.
+func (run *agentRun) waitProfilesSince(t *testing.T, pid int, since time.Time, what string) {
+	t.Helper()
+	testenv.WaitFor(t, 30*time.Second, "three profiles of "+what, func() (bool, error) {
+		if ok, err := run.proc.Exited(); ok {
+			return false, fmt.Errorf("the agent exited (%v)", err)
+		}
+		n := 0
+		for _, o := range run.rec.of(pid) {
+			if o.at.After(since) {
+				n++
+			}
+		}
+		return n >= 3, nil
+	})
+}
+
+// forbidden returns the first line of out in which the API server refused
+// the agent something, or "".
+func forbidden(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "forbidden") {
+			return line
+		}
+	}
+	return ""
+}
