@@ -33,7 +33,17 @@ import (
 // bound by RLIMIT_MEMLOCK.
 const childEnv = "MEMLOCK_TEST_CHILD"
 
+// ChildEnv and ChildModes let the external tests of this folder run a child
+// of this test binary: ChildEnv=<mode> runs ChildModes[mode] instead of the
+// tests.
+const ChildEnv = childEnv
+
+var ChildModes = map[string]func() int{}
+
 func TestMain(m *testing.M) {
+	if f, ok := ChildModes[os.Getenv(childEnv)]; ok {
+		os.Exit(f())
+	}
 	switch os.Getenv(childEnv) {
 	case "filter":
 		os.Exit(filterChecks())
