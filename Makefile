@@ -50,7 +50,6 @@ sources: $(OCB)
 .PHONY: build
 build: sources
 	cd $(BUILD_DIR) && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) .
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BUILD_DIR)/memlock-launcher ./tests/memlock/cmd/memlock-launcher
 	@$(BINARY) --version
 
 .PHONY: crossbuild

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh Linux machine for `make test` (and `make run`): it mounts
-# tracefs, which the eBPF profiler needs, and installs from the distribution's
+# tracefs, which the eBPF profiler needs, and debugfs (the docs' command mounts
+# /sys/kernel/debug into the container), and installs from the distribution's
 # packages what the tests use: podman and runc (container test), wine and the
 # mingw-w64 binutils (the Windows binary's `validate` under Wine), zip (the
 # Windows archive), etcd-server (the Kubernetes test; `make prereqs` also
@@ -17,6 +18,13 @@ if [ ! -e /sys/kernel/tracing/events ]; then
 	mkdir -p /sys/kernel/tracing
 	mount -t tracefs none /sys/kernel/tracing
 	echo "prereqs: mounted tracefs at /sys/kernel/tracing"
+fi
+# The docs' `docker run` command brings tracefs into the container through
+# -v /sys/kernel/debug:/sys/kernel/debug, as on most hosts (the container test
+# runs it as printed).
+if [ ! -e /sys/kernel/debug/tracing/events ]; then
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	echo "prereqs: mounted debugfs at /sys/kernel/debug"
 fi
 # command -> Debian package(s)
 declare -A need=(

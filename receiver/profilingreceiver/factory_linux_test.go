@@ -6,16 +6,28 @@
 package profilingreceiver
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/consumer/xconsumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/collector/receiver/xreceiver"
 	ebpfcollector "go.opentelemetry.io/ebpf-profiler/collector"
 	"go.opentelemetry.io/ebpf-profiler/collector/config"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/memlock"
+	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/metadata"
 )
 
 func TestDefaultConfigOnlyChangesIncludeEnvVars(t *testing.T) {
@@ -52,4 +64,49 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, tt.sps, c.SamplesPerSecond)
 		})
 	}
+}
+
+// fakeProfiles stands in for upstream's receiver: it records Start.
+type fakeProfiles struct {
+	component.ShutdownFunc
+	started bool
+}
+
+func (f *fakeProfiles) Start(context.Context, component.Host) error { f.started = true; return nil }
+
+func startWith(t *testing.T, errorMode config.ErrorMode, prepareErr error) (*fakeProfiles, *observer.ObservedLogs, error) {
+	t.Helper()
+	upstream := &fakeProfiles{}
+	create := createProfiles(func(context.Context, receiver.Settings, component.Config, xconsumer.Profiles) (xreceiver.Profiles, error) {
+		return upstream, nil
+	}, func(*zap.Logger) error { return prepareErr })
+	cfg := NewFactory().CreateDefaultConfig().(*config.Config)
+	cfg.ErrorMode = errorMode
+	core, logs := observer.New(zap.InfoLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	r, err := create(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	return upstream, logs, r.Start(context.Background(), componenttest.NewNopHost())
+}
+
+// TestStartPreparesMemlockFirst: the memlock step's error is what Start
+// returns (and the collector prints), in place of upstream's
+// "failed to set temporary rlimit"; upstream's Start does not run then.
+func TestStartPreparesMemlockFirst(t *testing.T) {
+	want := memlock.NeedsCapabilityError("5.10.0-28-amd64", "8 MiB")
+	upstream, _, err := startWith(t, config.PropagateError, want)
+	require.Equal(t, want, err)
+	assert.Contains(t, err.Error(), "CAP_SYS_RESOURCE")
+	assert.False(t, upstream.started)
+
+	upstream, _, err = startWith(t, config.PropagateError, nil)
+	require.NoError(t, err)
+	assert.True(t, upstream.started)
+
+	// error_mode: ignore logs it and lets upstream run as it does in that mode.
+	upstream, logs, err := startWith(t, config.IgnoreError, want)
+	require.NoError(t, err)
+	assert.True(t, upstream.started)
+	require.Equal(t, 1, logs.FilterMessage("eBPF profiler cannot start").Len())
 }

@@ -1,8 +1,10 @@
 // Package container tests the container image end to end with podman: it
 // builds the image with `make image-only`, checks what the image holds, then
-// runs the docs' `docker run` command (podman is docker-compatible) with the
-// shipped agent config pointed at the ingest double on loopback, and asserts
-// that a host process's profiles arrive under its OTEL_SERVICE_NAME.
+// runs the docs' `docker run` command as printed (podman is
+// docker-compatible), with our image and a profiler.yaml in the current
+// folder that is the shipped agent config pointed at the ingest double on
+// loopback, and asserts that a host process's profiles arrive under its
+// OTEL_SERVICE_NAME. No launcher: the image's own entrypoint.
 package container
 
 import (
@@ -33,8 +35,10 @@ const (
 
 // podmanArgs are the settings this machine needs on every `podman run`:
 // crun rejects its hybrid cgroup layout, and its hard limits are below
-// podman's default ulimits.
-var podmanArgs = []string{"--runtime", "runc", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"}
+// podman's default ulimits. --network=host lets the container reach the
+// ingest double, which listens on loopback only (as every network test of
+// this project does).
+var podmanArgs = []string{"--runtime", "runc", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768", "--network=host"}
 
 func podman(t *testing.T) string {
 	t.Helper()
@@ -79,8 +83,7 @@ type imageInfo struct {
 func TestContainerImageProfilesHost(t *testing.T) {
 	pm := podman(t)
 	bin := testenv.Binary(t)
-	launcher := testenv.Launcher(t)
-	testenv.RequireTracefs(t)
+	requireDebugfs(t)
 	root := testenv.RepoRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -116,23 +119,23 @@ func TestContainerImageProfilesHost(t *testing.T) {
 	}{
 		// The docs' command.
 		{"privileged", []string{"--privileged"}},
-		// The least-privilege variant (README.md, kubernetes/least-privilege).
+		// The least-privilege variant (distributions/README.md,
+		// kubernetes/least-privilege): no SYS_RESOURCE on Linux 5.11+.
 		{"least-privilege", []string{
-			"--cap-drop=ALL", "--cap-add=BPF,PERFMON,SYS_PTRACE,SYSLOG,SYS_RESOURCE,CHECKPOINT_RESTORE",
+			"--cap-drop=ALL", "--cap-add=BPF,PERFMON,SYS_PTRACE,SYSLOG,CHECKPOINT_RESTORE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runAgent(t, ctx, pm, root, ref, launcher, suffix+"-"+tc.name, tc.grant)
+			runAgent(t, ctx, pm, root, ref, suffix+"-"+tc.name, tc.grant)
 		})
 	}
 }
 
-// runAgent runs the docs' command with our image, the shipped agent config
-// pointed at a fresh ingest double, this machine's podman settings and grant
-// in place of --privileged; it asserts that the named host process's
-// profiles arrive.
-func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix string, grant []string) {
+// runAgent runs the docs' command with our image, a profiler.yaml pointed at
+// a fresh ingest double, this machine's podman settings and grant in place of
+// --privileged; it asserts that the named host process's profiles arrive.
+func runAgent(t *testing.T, ctx context.Context, pm, root, ref, suffix string, grant []string) {
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{ingestKey}})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -146,28 +149,32 @@ func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix
 		}
 	})
 
-	// The memlock launcher (test-only: this sandbox withholds
-	// CAP_SYS_RESOURCE even from --privileged) is mounted and used as the
-	// entrypoint; the shipped image does not contain it.
+	// $PWD/profiler.yaml: the shipped agent config with the addresses this
+	// test uses written in, since the docs' command passes no other variable
+	// than NEXOVUE_KEY.
+	pwd := t.TempDir()
 	health := testenv.FreePort(t)
-	name := "otel-profiler-e2e-" + suffix
+	writeProfilerYAML(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), filepath.Join(pwd, "profiler.yaml"), map[string]string{
+		"${env:NEXOVUE_ENDPOINT:-https://ingest.nexovue.com}": srv.URL(),
+		"${env:NEXOVUE_HEALTH_ENDPOINT:-0.0.0.0:13133}":       "127.0.0.1:" + strconv.Itoa(health),
+		"${env:NEXOVUE_METRICS_HOST:-0.0.0.0}":                "127.0.0.1",
+		"${env:NEXOVUE_METRICS_PORT:-8888}":                   strconv.Itoa(testenv.FreePort(t)),
+	})
+
+	// The docs' command, flag for flag, in their order; grant replaces
+	// --privileged, the name is unique on this shared machine, and
+	// podmanArgs come last, before the image.
+	name := "otel-profiler-" + suffix
 	args := append([]string{"run", "-d", "--name", name}, grant...)
 	args = append(args, "--pid=host",
 		"-v", "/sys/kernel/debug:/sys/kernel/debug",
 		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
 		"-v", "/proc:/proc",
-		"-v", "/sys/kernel/tracing:/sys/kernel/tracing",
-		"-v", filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml")+":/etc/otelcol/config.yaml:ro",
+		"-v", filepath.Join(pwd, "profiler.yaml")+":/etc/otelcol/config.yaml:ro",
 		"-e", "NEXOVUE_KEY",
-		"-e", "NEXOVUE_ENDPOINT="+srv.URL(),
-		"-e", "NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:"+strconv.Itoa(health),
-		"-e", "NEXOVUE_METRICS_HOST=127.0.0.1",
-		"-e", "NEXOVUE_METRICS_PORT="+strconv.Itoa(testenv.FreePort(t)),
-		"--network=host",
-		"-v", launcher+":/memlock-launcher:ro", "--entrypoint", "/memlock-launcher",
 	)
 	args = append(args, podmanArgs...)
-	args = append(args, ref, "/otelcol-nexovue", "--config", "/etc/otelcol/config.yaml", testenv.FeatureGate)
+	args = append(args, ref, "--config", "/etc/otelcol/config.yaml", testenv.FeatureGate)
 	env := append(os.Environ(), "NEXOVUE_KEY="+ingestKey)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -178,8 +185,9 @@ func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix
 			t.Errorf("podman rm -f %s: %v\n%s", name, err, out)
 		}
 	})
+	t.Logf("%s %s", pm, strings.Join(args, " "))
 	runAt := time.Now()
-	run(t, ctx, root, env, pm, args...)
+	run(t, ctx, pwd, env, pm, args...)
 
 	// First profile from anything, then from the named host process.
 	var first, named time.Duration
@@ -230,9 +238,86 @@ func runAgent(t *testing.T, ctx context.Context, pm, root, ref, launcher, suffix
 		t.Errorf("the ingest double answered 401 %d times", n)
 	}
 
+	// The memlock line: where the container may not raise RLIMIT_MEMLOCK, the
+	// receiver says once that it made the profiler's calls succeed; upstream's
+	// failure never shows.
+	logText := string(logs)
+	if strings.Contains(logText, "failed to set temporary rlimit") {
+		t.Error("upstream's memlock failure is in the log")
+	}
+	memlockLines := strings.Count(logText, memlockLine)
+	wantLines := 1
+	if slices.Contains(grant, "--privileged") && testenv.CanRaiseMemlock(t) {
+		wantLines = 0 // --privileged gets CAP_SYS_RESOURCE where the host has it
+	}
+	if memlockLines != wantLines {
+		t.Errorf("the memlock info line appears %d times, want %d", memlockLines, wantLines)
+	}
+
 	t.Logf("services seen: %v", svcs)
-	fmt.Printf("container %s: podman run to first profile %s, to %s's first profile %s\n",
-		t.Name(), first.Round(time.Millisecond), serviceName, named.Round(time.Millisecond))
+	fmt.Printf("container %s: podman run to first accepted request %s, to first profile %s, to %s's first profile %s\n",
+		t.Name(), firstAccepted(srv, runAt), first.Round(time.Millisecond), serviceName, named.Round(time.Millisecond))
+	fmt.Printf("container %s: the collector's start-up lines:\n%s", t.Name(), startLines(logText))
+}
+
+const memlockLine = "RLIMIT_MEMLOCK may not be raised here (no CAP_SYS_RESOURCE)"
+
+// firstAccepted is the time from runAt to the first request the ingest
+// double accepted.
+func firstAccepted(srv *ingest.Server, runAt time.Time) time.Duration {
+	var first time.Time
+	for _, r := range srv.RecentRequests() {
+		if r.Status == http.StatusOK && (first.IsZero() || r.Time.Before(first)) {
+			first = r.Time
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return first.Sub(runAt).Round(time.Millisecond)
+}
+
+// startLines is the log up to "Everything is ready".
+func startLines(log string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(log, "\n") {
+		b.WriteString("  " + l)
+		if strings.Contains(l, "Everything is ready") {
+			break
+		}
+	}
+	return b.String()
+}
+
+// writeProfilerYAML writes the config at from to to with each key replaced
+// by its value; every key must occur.
+func writeProfilerYAML(t *testing.T, from, to string, replace map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for k, v := range replace {
+		if !strings.Contains(s, k) {
+			t.Fatalf("%s no longer holds %s", from, k)
+		}
+		s = strings.ReplaceAll(s, k, v)
+	}
+	if err := os.WriteFile(to, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// requireDebugfs fails the test when debugfs is not mounted at
+// /sys/kernel/debug with its tracing folder: the docs' command brings the
+// profiler tracefs through that mount (make prereqs mounts it).
+func requireDebugfs(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err != nil {
+		t.Fatalf("the docs' command mounts /sys/kernel/debug, which needs debugfs there with its tracing folder (%v): "+
+			"run `make prereqs` or `mount -t debugfs none /sys/kernel/debug` as root", err)
+	}
 }
 
 func containerState(t *testing.T, pm, name string) string {
@@ -264,7 +349,7 @@ func checkImage(t *testing.T, info imageInfo) {
 }
 
 // checkImageFiles asserts that the image holds the collector, the CA bundle
-// and the agent config, and nothing else: no base image, no launcher.
+// and the agent config, and nothing else: no base image.
 func checkImageFiles(t *testing.T, ctx context.Context, pm, ref, suffix string) {
 	t.Helper()
 	name := "otel-profiler-files-" + suffix

@@ -120,8 +120,15 @@ func TestKustomizeLeastPrivilege(t *testing.T) {
 	}
 	add := slices.Clone(sc.Capabilities.Add)
 	slices.Sort(add)
-	if want := []corev1.Capability{"BPF", "CHECKPOINT_RESTORE", "PERFMON", "SYSLOG", "SYS_PTRACE", "SYS_RESOURCE"}; !slices.Equal(add, want) {
+	// No SYS_RESOURCE: on Linux 5.11+ the receiver needs no RLIMIT_MEMLOCK
+	// raise (receiver/profilingreceiver/internal/memlock).
+	if want := []corev1.Capability{"BPF", "CHECKPOINT_RESTORE", "PERFMON", "SYSLOG", "SYS_PTRACE"}; !slices.Equal(add, want) {
 		t.Errorf("added capabilities %v, want %v", add, want)
+	}
+	// no_new_privs, which installing the receiver's seccomp filter needs
+	// without CAP_SYS_ADMIN, is then already set.
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("the least-privilege agent must not allow privilege escalation (no_new_privs)")
 	}
 	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined {
 		t.Errorf("seccomp profile %+v: want Unconfined (default profiles may refuse bpf())", sc.SeccompProfile)

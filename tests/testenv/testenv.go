@@ -48,12 +48,6 @@ func Binary(t testing.TB) string {
 	return builtFile(t, "OTELCOL_NEXOVUE_BIN", "otelcol-nexovue")
 }
 
-// Launcher returns the test-only memlock launcher built by `make build`.
-func Launcher(t testing.TB) string {
-	t.Helper()
-	return builtFile(t, "MEMLOCK_LAUNCHER_BIN", "memlock-launcher")
-}
-
 func builtFile(t testing.TB, env, name string) string {
 	t.Helper()
 	path := os.Getenv(env)
@@ -158,8 +152,10 @@ func (p *Process) Kill() {
 // CollectorOptions says how to start the collector.
 type CollectorOptions struct {
 	Env []string
-	// EBPF starts it through the memlock launcher where this machine needs
-	// it (see tests/memlock) and first checks that tracefs is mounted.
+	// EBPF says the config runs the eBPF profiler: it first checks that
+	// tracefs is mounted. The binary is started directly, as users start it:
+	// where CAP_SYS_RESOURCE is missing, the receiver itself copes
+	// (receiver/profilingreceiver/internal/memlock).
 	EBPF bool
 	// Args replaces the default arguments after --config (the feature gate).
 	Args []string
@@ -181,12 +177,10 @@ func StartCollector(t testing.TB, config string, opts CollectorOptions) *Process
 		args = append(args, FeatureGate)
 	}
 	bin := Binary(t)
-	name := bin
 	if opts.EBPF {
 		RequireTracefs(t)
-		name = Launcher(t)
-		args = append([]string{bin}, args...)
 	}
+	name := bin
 	if len(opts.Wrap) > 0 {
 		args = append(append(append([]string(nil), opts.Wrap[1:]...), name), args...)
 		name = opts.Wrap[0]
