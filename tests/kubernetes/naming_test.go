@@ -151,12 +151,26 @@ func TestKubernetesNaming(t *testing.T) {
 		late := createPod(t, c, node, podSpec{namespace: "shop", name: "late-5f4e3d2c1-lllll", owner: rsOf("late", "5f4e3d2c1"),
 			labels: withHash("5f4e3d2c1", nil), env: noEnv})
 		startProcesses(t, cg, burner, late)
-		nameContainers(t, c, late)
 		pid := late.pids["app"]
+		// On a node the runtime starts the process and the kubelet then
+		// writes its container ID into the pod's status. Wait until the
+		// profiler reports the process (unenriched: no pod names its
+		// container yet), so that the 10 s below measure the enrichment
+		// (k8s_attributes' watch and cache), not how soon a niced new process
+		// on a busy machine is first sampled.
+		testenv.WaitFor(t, time.Minute, "a first (unenriched) profile of the late pod's process", func() (bool, error) {
+			return len(run.rec.of(pid)) > 0, nil
+		})
+		for _, o := range run.rec.of(pid) {
+			if o.attrs["k8s.pod.name"] != "" {
+				t.Fatalf("the late pod's process was enriched before its status named its container: %v", o.attrs)
+			}
+		}
+		nameContainers(t, c, late)
 		var first observation
 		testenv.WaitFor(t, 10*time.Second, "an enriched profile of the late pod, within 10 s of its status naming its container", func() (bool, error) {
 			for _, o := range run.rec.of(pid) {
-				if o.attrs["k8s.pod.name"] != "" {
+				if o.attrs["k8s.pod.name"] != "" && !o.at.Before(late.named) {
 					first = o
 					return true, nil
 				}
