@@ -318,8 +318,17 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		e.recordWaits(ctx, w)
 		var tooLong gateTooLongError
 		if errors.As(err, &tooLong) {
-			// The helper gives up at once: the delay is past max_elapsed_time.
-			return retryable, exporterhelper.NewThrottleRetry(fmt.Errorf("request to %s held back: %w", e.url, err), tooLong.wait)
+			// The helper would give up at once on a delay past max_elapsed_time
+			// without this exporter counting it: drop and count it here.
+			reason := "retry_after"
+			if e.drainingInMemory() {
+				reason = "shutdown"
+			}
+			e.drop(ctx, n, reason)
+			e.logger.Error("a request to the nexovue ingest is dropped: the ingest's Retry-After holds it back longer than retry_on_failure::max_elapsed_time",
+				zap.Duration("retry_after", tooLong.wait.Round(time.Millisecond)), zap.Duration("max_elapsed_time", tooLong.maxWait),
+				zap.Int("dropped_samples", n), zap.String("url", e.url))
+			return permanent, consumererror.NewPermanent(fmt.Errorf("request to %s held back: %w", e.url, err))
 		}
 		if err != nil {
 			return retryable, fmt.Errorf("request to %s held back by pacing or Retry-After: %w", e.url, err)

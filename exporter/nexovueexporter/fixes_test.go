@@ -127,11 +127,15 @@ func TestGateWaitIsBoundedByMaxElapsedTime(t *testing.T) {
 	case err := <-done:
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "max_elapsed_time")
+		assert.True(t, consumererror.IsPermanent(err), "the exporter drops it itself: %v", err)
 	case <-time.After(30 * time.Second):
 		h.inner.stopWaiting()
 		t.Fatal("the request waited for the gate past max_elapsed_time")
 	}
 	assert.Empty(t, ing.requests())
+	assert.Equal(t, int64(10), metricSum[int64](t, h.tel, mDropped, []attribute.KeyValue{attribute.String("reason", "retry_after")}),
+		"the dropped samples are counted")
+	assert.Contains(t, h.logText(), "max_elapsed_time")
 }
 
 // queuedHarness is an exporter with the in-memory sending queue.
@@ -194,7 +198,8 @@ func TestShutdownSendsRequestsThrottledDuringShutdown(t *testing.T) {
 func TestShutdownCountsWhatItCannotSend(t *testing.T) {
 	ing := newFakeIngest(t, nil)
 	exp, inner, tel := queuedHarness(t, ing.srv.URL)
-	inner.state.closeGate(time.Now().Add(time.Minute))
+	// Closed for less than max_elapsed_time (20 s), longer than the shutdown context.
+	inner.state.closeGate(time.Now().Add(10 * time.Second))
 	require.NoError(t, exp.ConsumeProfiles(context.Background(), batch(10, 66)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
