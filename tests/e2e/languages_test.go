@@ -48,6 +48,16 @@ type language struct {
 	// limitation, when set, is a known limitation: the hot function is
 	// never in the stacks and the symptom is what a user sees instead.
 	limitation *limitation
+	// minSamples, when set, replaces languageMinSamples for a runtime whose
+	// samples are mostly lost (the symptom needs fewer to show).
+	minSamples int64
+}
+
+func (l language) wantSamples() int64 {
+	if l.minSamples > 0 {
+		return l.minSamples
+	}
+	return languageMinSamples
 }
 
 // limitation is a runtime whose frames are not named here, with the exact
@@ -160,6 +170,9 @@ func languages() []language {
 		{
 			name: "erlang", version: []string{"/usr/bin/erl", "-noshell", "-eval", `io:format("OTP ~s, ERTS ~s~n", [erlang:system_info(otp_release), erlang:system_info(version)]), halt().`},
 			hot: "nxv_hot",
+			// Most of its samples are lost (20 to 25 in a 1 to 4 minute run
+			// where the others send hundreds): five show the symptom.
+			minSamples: 5,
 			command: func(t *testing.T, dir, src string, secs int) []string {
 				run(t, dir, "/usr/bin/erlc", "-o", dir, filepath.Join(src, "nxv_burn.erl"))
 				return []string{"/usr/bin/erl", "-noshell", "-pa", dir, "-s", "nxv_burn", "main", fmt.Sprint(secs)}
@@ -168,16 +181,23 @@ func languages() []language {
 			// beam_ranges.c, which Debian's stripped beam.smp lacks; past
 			// that it supports only OTP 27 and 28 (OTP 25 lacks
 			// etp_header_subtag_mask and has other struct layouts).
+			// Its JIT-compiled code (BeamAsm) then has no unwinder: a sample
+			// taken there holds only kernel frames, one in beam.smp ends in
+			// unsymbolized beam.smp frames, and how the two split depends on
+			// where the timer interrupts land.
 			limitation: &limitation{
-				symptom: "collector logs \"Failed to load …/beam.smp …: symbol 'r' not found\"; only unsymbolized beam.smp frames",
+				symptom: "collector logs \"Failed to load …/beam.smp …: symbol 'r' not found\"; no Erlang frame, only kernel and unsymbolized beam.smp frames",
 				check: func(r languageResult, log string) error {
 					if countLines(log, "Failed to load", "beam.smp", "symbol 'r' not found") == 0 {
 						return fmt.Errorf("the collector did not log \"Failed to load …beam.smp…: symbol 'r' not found\"")
 					}
-					if err := noFunction(r, "nxv_burn"); err != nil {
+					if err := noFunction(r, "nxv_burn", "nxv_hot"); err != nil {
 						return err
 					}
-					return atLeastHalf(r, "beam.smp (unsymbolized)")
+					if r.inclusive["beam.smp (unsymbolized)"] == 0 {
+						return fmt.Errorf("no unsymbolized beam.smp frame in its %d samples", r.samples)
+					}
+					return nil
 				},
 			},
 		},
@@ -233,7 +253,7 @@ func TestLanguageCoverage(t *testing.T) {
 		procs = append(procs, testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + p.service}, "nice", append([]string{"-n", "10"}, p.argv...)...))
 	}
 	runStart := time.Now()
-	testenv.WaitFor(t, languageMaxSeconds*time.Second, fmt.Sprintf("%d s and %d samples of every runtime at the double", languageRunSeconds, languageMinSamples), func() (bool, error) {
+	testenv.WaitFor(t, languageMaxSeconds*time.Second, fmt.Sprintf("%d s and %d samples of every runtime at the double (Erlang: 5)", languageRunSeconds, languageMinSamples), func() (bool, error) {
 		for i, p := range procs {
 			if done, err := p.Exited(); done {
 				return false, fmt.Errorf("%s's program ended early (%v):\n%s", progs[i].name, err, p.Output())
@@ -244,7 +264,7 @@ func TestLanguageCoverage(t *testing.T) {
 		}
 		got := srv.ServiceSamples()
 		for _, p := range progs {
-			if got[p.service] < languageMinSamples {
+			if got[p.service] < p.wantSamples() {
 				return false, nil
 			}
 		}
@@ -295,8 +315,8 @@ func TestLanguageCoverage(t *testing.T) {
 		t.Logf("e2e languages %s (%s): run=%s samples=%d hot=%d (%.0f%%) first_named=%s status=%s",
 			p.name, p.version, runLength, r.samples, r.hotSamples, 100*share(r.hotSamples, r.samples), first, status)
 		t.Run(p.name, func(t *testing.T) {
-			if r.samples < languageMinSamples {
-				t.Fatalf("%s (%s): %d samples of service %s at the double, want at least %d", p.name, p.version, r.samples, p.service, languageMinSamples)
+			if r.samples < p.wantSamples() {
+				t.Fatalf("%s (%s): %d samples of service %s at the double, want at least %d", p.name, p.version, r.samples, p.service, p.wantSamples())
 			}
 			if p.limitation == nil {
 				if share(r.hotSamples, r.samples) < languageMinHotShare {

@@ -213,17 +213,28 @@ func TestKubernetesNaming(t *testing.T) {
 		}
 		c.startAPIServer(t)
 		c.waitReady(t)
+		ready := time.Now()
 		// Enrichment returns: a pod created after the restart is enriched,
-		// so the agent's watch is back.
+		// so the agent's watch is back. k8s_attributes' informers reconnect
+		// with client-go's reflector backoff: doubling from 0.8 s to at most
+		// 30 s, each delay stretched by up to 100 % jitter, so up to a minute
+		// after the API server is back, plus a re-list and a report.
 		again := createPod(t, c, node, podSpec{namespace: "shop", name: "again-0", owner: &owner{"StatefulSet", "again"}, env: noEnv})
 		startProcesses(t, cg, burner, again)
 		nameContainers(t, c, again)
-		testenv.WaitFor(t, 90*time.Second, "an enriched profile of a pod created after the API server restarted", func() (bool, error) {
-			o, ok := run.rec.last(again.pids["app"])
-			return ok && o.attrs["k8s.pod.name"] != "", nil
+		var o observation
+		testenv.WaitFor(t, 3*time.Minute, "an enriched profile of a pod created after the API server restarted", func() (bool, error) {
+			for _, seen := range run.rec.of(again.pids["app"]) {
+				if seen.attrs["k8s.pod.name"] != "" {
+					o = seen
+					return true, nil
+				}
+			}
+			return false, nil
 		})
-		o, _ := run.rec.last(again.pids["app"])
 		checkPodResource(t, expect{again, "app", "again", "shop", "k8s.statefulset.name", "again"}, node, o)
+		t.Logf("figure: API server down %s; ready again -> first enriched profile of a new pod at the double: %s",
+			ready.Sub(stopped).Round(100*time.Millisecond), o.at.Sub(ready).Round(100*time.Millisecond))
 	})
 
 	// Nothing lost: the double accepted every request the agent sent.
