@@ -1,8 +1,14 @@
 # The language coverage test's Ruby program: burns CPU in nxv_hot for the
-# number of seconds given as its argument.
+# number of seconds given as its argument. The loop is a `while` in nxv_hot
+# itself, so that nxv_hot is the innermost Ruby frame (a block passed to
+# Integer#times would run under a C function's frame).
 def nxv_hot(n)
   x = 1
-  n.times { x = (x * 48271 + 11) % 2147483647 }
+  i = 0
+  while i < n
+    x = (x * 48271 + 11) % 2147483647
+    i += 1
+  end
   x
 end
 
