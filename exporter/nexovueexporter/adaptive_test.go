@@ -10,28 +10,75 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// acceptEvery records n requests of 500 samples accepted one every interval
+// from the clock's time on, and moves the clock to n intervals later.
+func acceptEvery(s *keyState, clock *virtualClock, n int, interval time.Duration) {
+	t0 := clock.t
+	for i := range n {
+		s.acceptedAt(t0.Add(time.Duration(i)*interval), 500)
+	}
+	clock.t = t0.Add(time.Duration(n) * interval)
+}
+
+// acceptSteadily records 8 s accepted at 2,500 samples/s (500 every 200 ms).
+func acceptSteadily(s *keyState, clock *virtualClock) {
+	acceptEvery(s, clock, 40, 200*time.Millisecond)
+}
+
+// perWindow is a rate in samples per second as the samples allowed in one paceWindow.
+func perWindow(perSecond float64) int {
+	return int(perSecond * paceWindow.Seconds())
+}
+
 func TestAdaptiveRateFollowsWhatTheIngestAccepted(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
-	t0 := clock.t
-	// 4 requests of 500 accepted in the last window, one older one.
-	s.acceptedAt(t0.Add(-3*time.Second), 5000)
-	for i := range 4 {
-		s.acceptedAt(t0.Add(time.Duration(i)*200*time.Millisecond), 500)
-	}
-	clock.t = t0.Add(time.Second)
-	refusedLeft := t0.Add(900 * time.Millisecond)
+	acceptSteadily(s, clock)
+	refusedLeft := clock.t.Add(-10 * time.Millisecond)
 	perSecond := s.throttled(refusedLeft)
-	assert.InDelta(t, 2000*(1-decreaseMargin)/paceWindow.Seconds(), perSecond, 1)
-	assert.Equal(t, int(2000*(1-decreaseMargin)), s.maxSamples())
+	assert.InDelta(t, 2500*(1-decreaseMargin), perSecond, 1, "the accepted rate over measureSpan, less decreaseMargin")
+	assert.Equal(t, perWindow(2500*(1-decreaseMargin)), s.maxSamples())
+	assert.True(t, s.adapted())
+}
 
-	// A 429 for a request that left before the decrease: the same episode.
-	assert.Zero(t, s.throttled(refusedLeft))
-	assert.Equal(t, 1900, s.maxSamples())
+func TestAdaptiveRateWithinTheFirstSecondIsWhatTheWindowAccepted(t *testing.T) {
+	// A fleet that starts together is refused within its first second: what
+	// each collector got into that window is its share of the key's limit.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 5, 100*time.Millisecond)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+}
 
-	// Without 429s it climbs back along the cubic curve, to the ceiling.
-	clock.t = clock.t.Add(growthPeriod)
-	assert.Equal(t, 1900+1728, s.maxSamples(), "+growthFraction of the ceiling after growthPeriod")
-	clock.t = clock.t.Add(2 * growthPeriod)
+func TestAdaptiveSameEpisodeDecreasesOnce(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	decreased := clock.t
+	assert.Positive(t, s.throttled(clock.t.Add(-time.Millisecond)))
+	want := s.maxSamples()
+
+	// 429s for requests already on their way, and any within sameEpisode.
+	clock.t = decreased.Add(sameEpisode - time.Millisecond)
+	assert.Zero(t, s.throttled(decreased.Add(-100*time.Millisecond)), "left before the decrease")
+	assert.Zero(t, s.throttled(decreased.Add(10*time.Millisecond)), "within sameEpisode of the decrease")
+	clock.t = decreased.Add(10 * time.Second)
+	assert.Zero(t, s.throttled(decreased.Add(-time.Millisecond)), "left before the decrease, answered late")
+	assert.Equal(t, want, s.maxSamples())
+
+	// A 429 for a request that left after sameEpisode is a new episode.
+	assert.Positive(t, s.throttled(clock.t.Add(-time.Millisecond)))
+	assert.Less(t, s.maxSamples(), want)
+}
+
+func TestAdaptiveRateHoldsThenClimbsBackToTheCeiling(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	decreased, r0 := clock.t, s.maxSamples()
+
+	clock.t = decreased.Add(plateau)
+	assert.Equal(t, r0, s.maxSamples(), "no growth during the plateau")
+	clock.t = decreased.Add(plateau + growthPeriod)
+	assert.Equal(t, r0+int(growthFraction*20_000), s.maxSamples(), "+growthFraction of the ceiling growthPeriod after the plateau")
+	clock.t = decreased.Add(plateau + 3*growthPeriod)
 	assert.Equal(t, 20_000, s.maxSamples())
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
 }
@@ -40,14 +87,22 @@ func TestAdaptiveRateWithoutAMeasureHalves(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.throttled(clock.t)
 	assert.Equal(t, 10_000, s.maxSamples())
-	clock.t = clock.t.Add(time.Millisecond)
+	clock.t = clock.t.Add(sameEpisode)
 	s.throttled(clock.t)
 	assert.Equal(t, 5000, s.maxSamples())
 	for range 20 {
-		clock.t = clock.t.Add(time.Millisecond)
+		clock.t = clock.t.Add(sameEpisode)
 		s.throttled(clock.t)
 	}
 	assert.Equal(t, 200, s.maxSamples(), "never below 1% of the ceiling")
+}
+
+func TestAdaptiveRateWithAnOldMeasureHalves(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.acceptedAt(clock.t, 500)
+	clock.t = clock.t.Add(measureSpan + time.Millisecond)
+	s.throttled(clock.t)
+	assert.Equal(t, 10_000, s.maxSamples())
 }
 
 // TestAdaptedPacingSpacesRequests: after a 429 requests leave evenly spaced
@@ -56,17 +111,19 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 1000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
-	s.throttled(clock.t) // 950 per window
+	s.throttled(clock.t) // 970 samples/s
+	limit := s.maxSamples()
 	var at []time.Duration
 	for range 4 {
 		id, wait := s.reserve(190)
 		at = append(at, wait)
 		clock.t = clock.t.Add(wait)
 		s.depart(id)
+		s.answered(id)
 	}
 	assert.Zero(t, at[0])
 	for _, w := range at[1:] {
-		assert.InDelta(t, float64(paceWindow)*190/950, float64(w), float64(time.Millisecond), "spaced by the request's share of the window")
+		assert.InDelta(t, float64(paceWindow)*190/float64(limit), float64(w), float64(time.Millisecond), "spaced by the request's share of the window")
 	}
 }
 
