@@ -63,6 +63,13 @@ type adaptive struct {
 	// rate0 is the rate the last decrease set (samples per paceWindow).
 	rate0    float64
 	accepted []acceptedRequest
+	// closed holds the recent periods the Retry-After gate was closed, oldest first.
+	closed []gateClosure
+}
+
+// gateClosure is a period the Retry-After gate was closed.
+type gateClosure struct {
+	from, until time.Time
 }
 
 // limitAt is the samples allowed in one paceWindow at now: the ceiling, or
@@ -123,9 +130,11 @@ func (s *keyState) throttled(left time.Time) float64 {
 	current := float64(s.limitAt(now))
 	rate := current / 2
 	if perSecond, ok := s.acceptedRate(left); ok {
-		rate = perSecond * paceWindow.Seconds() * (1 - decreaseMargin)
+		// Never more than the rate that was refused: every episode lowers
+		// the rate by decreaseMargin at least.
+		rate = math.Min(current, perSecond*paceWindow.Seconds()) * (1 - decreaseMargin)
 	}
-	rate = math.Min(current, math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling))))
+	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate
 	s.ad.decreasedAt = now
 	return rate / paceWindow.Seconds()
@@ -133,11 +142,12 @@ func (s *keyState) throttled(left time.Time) float64 {
 
 // acceptedRate is the rate, in samples per second, at which the ingest
 // accepted this state's requests up to the last one that left before left:
-// over measureSpan, or since the first accepted request still remembered.
-// Over less than one ingest window (a fleet that started together and was
-// refused within its first second), it is what was accepted in that window,
-// per second. ok is false when nothing was accepted within measureSpan.
-// Caller holds s.mu.
+// over measureSpan, or since the first accepted request still remembered,
+// not counting the time the Retry-After gate was closed (nothing could be
+// sent then). Over less than one ingest window of sending (a fleet that
+// started together and was refused within its first second), it is what
+// was accepted in that window, per second. ok is false when nothing was
+// accepted within measureSpan. Caller holds s.mu.
 func (s *keyState) acceptedRate(left time.Time) (perSecond float64, ok bool) {
 	var first, last time.Time
 	for _, a := range s.ad.accepted {
@@ -154,20 +164,53 @@ func (s *keyState) acceptedRate(left time.Time) (perSecond float64, ok bool) {
 	if last.IsZero() || left.Sub(last) > measureSpan {
 		return 0, false
 	}
-	from := last.Add(-measureSpan)
-	short := first.After(from) && last.Sub(first) < time.Second
-	if first.After(from) {
-		from = first
-	}
+	from := maxTime(first, last.Add(-measureSpan))
+	sending := last.Sub(from) - s.ad.closedWithin(from, last)
+	window := sending < time.Second
 	n := 0
 	for _, a := range s.ad.accepted {
-		// (from, last], or [first, last] within one window.
-		if !a.left.After(last) && (a.left.After(from) || short && a.left.Equal(from)) {
+		// (from, last]: n requests, one sending interval each; within one
+		// window, [from, last]: all that window accepted.
+		if !a.left.After(last) && (a.left.After(from) || window && a.left.Equal(from)) {
 			n += a.samples
 		}
 	}
-	if short {
+	if window {
 		return float64(n), true
 	}
-	return float64(n) / last.Sub(from).Seconds(), true
+	return float64(n) / sending.Seconds(), true
+}
+
+// gateClosed records that the Retry-After gate is closed from from to until.
+// Caller holds s.mu.
+func (a *adaptive) gateClosed(from, until time.Time) {
+	cut := from.Add(-keepAccepted)
+	i := 0
+	for i < len(a.closed) && a.closed[i].until.Before(cut) {
+		i++
+	}
+	a.closed = a.closed[i:]
+	if n := len(a.closed); n > 0 && !from.After(a.closed[n-1].until) {
+		a.closed[n-1].until = maxTime(a.closed[n-1].until, until)
+		return
+	}
+	a.closed = append(a.closed, gateClosure{from: from, until: until})
+}
+
+// closedWithin is how long the gate was closed between from and to.
+func (a *adaptive) closedWithin(from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, c := range a.closed {
+		if lo, hi := maxTime(c.from, from), minTime(c.until, to); hi.After(lo) {
+			d += hi.Sub(lo)
+		}
+	}
+	return d
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

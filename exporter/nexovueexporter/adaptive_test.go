@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // acceptEvery records n requests of 500 samples accepted one every interval
@@ -46,6 +47,29 @@ func TestAdaptiveRateWithinTheFirstSecondIsWhatTheWindowAccepted(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	acceptEvery(s, clock, 5, 100*time.Millisecond)
 	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+}
+
+func TestAdaptiveRateDoesNotCountTheTimeTheGateWasClosed(t *testing.T) {
+	// 2 s accepted at 2,500 samples/s, the gate closed for 2 s, 2 s more:
+	// the rate is 2,500 samples/s over the 4 s the exporter could send.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 10, 200*time.Millisecond)
+	s.closeGate(clock.t.Add(2 * time.Second))
+	clock.t = clock.t.Add(2 * time.Second)
+	acceptEvery(s, clock, 11, 200*time.Millisecond)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+}
+
+func TestAdaptiveEveryEpisodeLowersTheRate(t *testing.T) {
+	// A measure above the current rate (what was accepted before an earlier
+	// decrease) still lowers the rate by decreaseMargin.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 5, 100*time.Millisecond) // 2,500 in the first window
+	s.throttled(clock.t)
+	before := s.maxSamples()
+	acceptEvery(s, clock, 10, 200*time.Millisecond)
+	s.throttled(clock.t)
+	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
 }
 
 func TestAdaptiveSameEpisodeDecreasesOnce(t *testing.T) {
@@ -144,4 +168,60 @@ func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s.answered(first)
 	_, wait = s.rebook(second, 10)
 	assert.Zero(t, wait, "leaves once the first is answered")
+}
+
+// throttledAt1000 is a state adapted to 970 samples/s, with the start phase
+// drawn as phase.
+func throttledAt1000(t *testing.T, phase float64) (*keyState, *virtualClock) {
+	s, clock := newPacedState(t, 20_000)
+	s.acceptedAt(clock.t, 1000)
+	clock.t = clock.t.Add(10 * time.Millisecond)
+	s.throttled(clock.t)
+	s.phase = func() float64 { return phase }
+	return s, clock
+}
+
+// TestAdaptedPacingStartsAtARandomPhase: the first spaced request (after a
+// 429, or once the gate reopens) starts at a random point of its share, so
+// that collectors refused together do not send in step.
+func TestAdaptedPacingStartsAtARandomPhase(t *testing.T) {
+	s, _ := throttledAt1000(t, 0.5)
+	share := float64(paceWindow) * 190 / float64(s.maxSamples())
+	first, wait := s.reserve(190)
+	assert.InDelta(t, share/2, float64(wait), float64(time.Microsecond))
+	_, wait = s.rebook(first, 190)
+	assert.InDelta(t, share/2, float64(wait), float64(time.Microsecond), "drawn once per booking")
+}
+
+// TestAdaptedPacingSpreadsARequestThatWaitedForTheOneInFlight: a request
+// whose time passed while it waited for the answer to the one in flight
+// leaves at a random point of half its share after that answer, not at once.
+func TestAdaptedPacingSpreadsARequestThatWaitedForTheOneInFlight(t *testing.T) {
+	s, clock := throttledAt1000(t, 0)
+	share := float64(paceWindow) * 190 / float64(s.maxSamples())
+	first, _ := s.reserve(190)
+	s.depart(first)
+	clock.t = clock.t.Add(time.Duration(share)) // the second one's time
+	second, wait := s.reserve(190)
+	assert.Equal(t, inFlightPoll, wait, "waits for the answer to the first")
+	clock.t = clock.t.Add(time.Second) // a slow answer
+	s.answered(first)
+	s.phase = func() float64 { return 0.5 }
+	_, wait = s.rebook(second, 190)
+	assert.InDelta(t, share/4, float64(wait), float64(time.Microsecond))
+}
+
+// TestAdaptedPacingSpacesAfterALaterBookingThatLeft: a consumer that booked
+// first but was overtaken (it slept through a gate) still waits for the
+// request that left before it, instead of leaving right after it.
+func TestAdaptedPacingSpacesAfterALaterBookingThatLeft(t *testing.T) {
+	s, clock := throttledAt1000(t, 0)
+	first, _ := s.reserve(190)
+	second, wait := s.rebook(0, 190)
+	require.Positive(t, wait)
+	clock.t = clock.t.Add(wait)
+	s.depart(second) // the second booking leaves first
+	s.answered(second)
+	_, wait = s.rebook(first, 190)
+	assert.InDelta(t, float64(paceWindow)*190/float64(s.maxSamples()), float64(wait), float64(time.Millisecond))
 }

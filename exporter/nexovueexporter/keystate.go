@@ -5,6 +5,7 @@ package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/n
 
 import (
 	"crypto/sha256"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -35,6 +36,9 @@ type keyState struct {
 	lastKeyLog time.Time
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
+	// phase draws where in its share of the window the first spaced
+	// request starts, in [0, 1): rand.Float64, replaceable in tests.
+	phase func() float64
 }
 
 var registry struct {
@@ -59,7 +63,7 @@ func acquireKeyState(endpoint, key string, samplesPerSecond int) *keyState {
 	}
 	s, ok := registry.states[id]
 	if !ok {
-		s = &keyState{id: id, now: time.Now}
+		s = &keyState{id: id, now: time.Now, phase: rand.Float64}
 		registry.states[id] = s
 	}
 	s.refs++
@@ -89,6 +93,9 @@ func (s *keyState) closeGate(until time.Time) {
 	defer s.mu.Unlock()
 	if until.After(s.notBefore) {
 		s.notBefore = until
+	}
+	if s.ceiling > 0 {
+		s.ad.gateClosed(s.now(), until)
 	}
 }
 
