@@ -10,9 +10,10 @@ import (
 
 // Adaptive pacing (see the README's "Pacing in a fleet"). The ingest's limit
 // is per key, and a fleet of collectors shares a key without knowing of each
-// other. Each keyState starts at the configured limit (the ceiling). A 429
-// lowers its rate to what the ingest accepted from it just before the
-// refusal, less decreaseMargin: the rates of a fleet that was refused add up
+// other. Each keyState starts at the configured limit (the ceiling). The
+// first 429 lowers its rate to what the ingest accepted from it just before
+// the refusal, less decreaseMargin (later ones lower the rate itself by
+// decreaseMargin): the rates of a fleet that was refused add up
 // to what the ingest accepted from all of them, the key's limit, so each
 // collector lands on its share, and the fleet together just under the limit.
 // The rate then holds for plateau (no growth: a fleet that found the limit
@@ -40,6 +41,10 @@ const (
 	// ceiling 2 min after the plateau.
 	growthPeriod   = 60 * time.Second
 	growthFraction = 0.0864
+	// remeasureBelow: once adapted, a 429 lowers the current rate by
+	// decreaseMargin, unless the ingest accepted less than this fraction
+	// of it (the fleet grew): then it lowers it to what was accepted.
+	remeasureBelow = 0.5
 	// minRateFraction of the ceiling is the lowest rate a decrease sets.
 	minRateFraction = 0.01
 	// measureSpan is how far back the accepted rate is measured. When
@@ -130,9 +135,15 @@ func (s *keyState) throttled(left time.Time) float64 {
 	current := float64(s.limitAt(now))
 	rate := current / 2
 	if perSecond, ok := s.acceptedRate(left); ok {
-		// Never more than the rate that was refused: every episode lowers
-		// the rate by decreaseMargin at least.
-		rate = math.Min(current, perSecond*paceWindow.Seconds()) * (1 - decreaseMargin)
+		rate = perSecond * paceWindow.Seconds()
+		if s.adapted() && rate > current*remeasureBelow {
+			// Already adapted: the rate was right for the fleet a moment
+			// ago, and the measure of a paced collector is noisy (a slow
+			// ingest, a queue draining): lower the rate itself.
+			rate = current
+		}
+		// Every episode lowers the rate by decreaseMargin at least.
+		rate = math.Min(current, rate) * (1 - decreaseMargin)
 	}
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate

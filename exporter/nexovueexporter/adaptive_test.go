@@ -60,6 +60,26 @@ func TestAdaptiveRateDoesNotCountTheTimeTheGateWasClosed(t *testing.T) {
 	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
 }
 
+func TestAdaptiveOnceAdaptedA429LowersTheRateItself(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock) // 2,500 samples/s
+	s.throttled(clock.t)
+	before := s.maxSamples()
+
+	// A noisy measure (2,000 samples/s: a slow ingest) does not lower it
+	// further than decreaseMargin.
+	acceptEvery(s, clock, 20, 250*time.Millisecond)
+	s.throttled(clock.t)
+	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
+
+	// Less than half of the rate accepted (the fleet doubled): what was accepted.
+	before = s.maxSamples()
+	acceptEvery(s, clock, 12, 500*time.Millisecond) // 1,000 samples/s
+	s.throttled(clock.t)
+	assert.Equal(t, perWindow(1000*(1-decreaseMargin)), s.maxSamples())
+	assert.Less(t, s.maxSamples(), before/2)
+}
+
 func TestAdaptiveEveryEpisodeLowersTheRate(t *testing.T) {
 	// A measure above the current rate (what was accepted before an earlier
 	// decrease) still lowers the rate by decreaseMargin.
