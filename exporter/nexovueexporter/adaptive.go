@@ -49,7 +49,7 @@ const (
 	minRateFraction = 0.01
 	// measureSpan is how far back the accepted rate is measured. When
 	// nothing was accepted within it before the refused request left,
-	// there is no measure and the rate is halved instead.
+	// the rate goes to the lowest (minRateFraction).
 	measureSpan = 5 * time.Second
 	// keepAccepted is how long accepted requests are remembered.
 	keepAccepted = measureSpan + paceWindow
@@ -133,7 +133,10 @@ func (s *keyState) throttled(left time.Time) float64 {
 		return 0
 	}
 	current := float64(s.limitAt(now))
-	rate := current / 2
+	// Nothing accepted from this process in measureSpan: it has no share of
+	// the key's limit (others on the key filled the window first, or the
+	// ingest refuses everything): the lowest rate.
+	rate := 0.0
 	if perSecond, ok := s.acceptedRate(left); ok {
 		rate = perSecond * paceWindow.Seconds()
 		if s.adapted() && rate > current*remeasureBelow {

@@ -127,26 +127,20 @@ func TestAdaptiveRateHoldsThenClimbsBackToTheCeiling(t *testing.T) {
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
 }
 
-func TestAdaptiveRateWithoutAMeasureHalves(t *testing.T) {
+func TestAdaptiveRateWithoutAMeasureIsTheLowest(t *testing.T) {
+	// Refused before anything was accepted (a fleet member whose first
+	// requests found the key's window full): no share yet.
 	s, clock := newPacedState(t, 20_000)
 	s.throttled(clock.t)
-	assert.Equal(t, 10_000, s.maxSamples())
-	clock.t = clock.t.Add(sameEpisode)
-	s.throttled(clock.t)
-	assert.Equal(t, 5000, s.maxSamples())
-	for range 20 {
-		clock.t = clock.t.Add(sameEpisode)
-		s.throttled(clock.t)
-	}
-	assert.Equal(t, 200, s.maxSamples(), "never below 1% of the ceiling")
+	assert.Equal(t, 200, s.maxSamples(), "1% of the ceiling")
 }
 
-func TestAdaptiveRateWithAnOldMeasureHalves(t *testing.T) {
+func TestAdaptiveRateWithAnOldMeasureIsTheLowest(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 500)
 	clock.t = clock.t.Add(measureSpan + time.Millisecond)
 	s.throttled(clock.t)
-	assert.Equal(t, 10_000, s.maxSamples())
+	assert.Equal(t, 200, s.maxSamples())
 }
 
 // TestAdaptedPacingSpacesRequests: after a 429 requests leave evenly spaced
@@ -171,15 +165,26 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	}
 }
 
-// TestAdaptedPacingKeepsOneRequestInFlight: after a 429 a request does not
-// leave while another is in flight, so none can leave between the ingest's
-// 429 and the exporter reading it.
+// TestAdaptedPacingKeepsOneRequestInFlight: after a 429, once the ingest
+// has sent a Retry-After, a request does not leave while another is in
+// flight, so none can leave between the ingest's 429 and the exporter
+// reading it. Without Retry-After, several may be in flight.
 func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 10_000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
 	s.throttled(clock.t)
 	first, wait := s.reserve(10)
+	assert.Zero(t, wait)
+	s.depart(first)
+	clock.t = clock.t.Add(time.Second)
+	other, wait := s.reserve(10)
+	assert.Zero(t, wait, "no Retry-After seen: leaves while the first is in flight")
+	s.cancel(other)
+
+	s.closeGate(clock.t) // a Retry-After (already over)
+	s.answered(first)
+	first, wait = s.reserve(10)
 	assert.Zero(t, wait)
 	s.depart(first)
 	clock.t = clock.t.Add(time.Second)
@@ -190,13 +195,14 @@ func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	assert.Zero(t, wait, "leaves once the first is answered")
 }
 
-// throttledAt1000 is a state adapted to 970 samples/s, with the start phase
-// drawn as phase.
+// throttledAt1000 is a state adapted to 970 samples/s after a 429 with
+// Retry-After, with the start phase drawn as phase.
 func throttledAt1000(t *testing.T, phase float64) (*keyState, *virtualClock) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 1000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
 	s.throttled(clock.t)
+	s.closeGate(clock.t) // the 429 came with a Retry-After (over already)
 	s.phase = func() float64 { return phase }
 	return s, clock
 }

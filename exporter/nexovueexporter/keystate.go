@@ -23,6 +23,8 @@ type keyState struct {
 	mu sync.Mutex
 	// notBefore is the Retry-After gate: no request leaves before it.
 	notBefore time.Time
+	// retryAfterSeen: the ingest has answered with a Retry-After.
+	retryAfterSeen bool
 	// Pacing: at most limitAt(now) samples leave in any paceWindow (ceiling,
 	// the configured limit, until a 429 lowers it: see adaptive.go). sent holds the
 	// requests that left or are booked to leave, in leaving order.
@@ -91,6 +93,7 @@ func (s *keyState) release() {
 func (s *keyState) closeGate(until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.retryAfterSeen = true
 	if until.After(s.notBefore) {
 		s.notBefore = until
 	}
