@@ -165,10 +165,10 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	}
 }
 
-// TestAdaptedPacingKeepsOneRequestInFlight: after a 429, once the ingest
-// has sent a Retry-After, a request does not leave while another is in
-// flight, so none can leave between the ingest's 429 and the exporter
-// reading it. Without Retry-After, several may be in flight.
+// TestAdaptedPacingKeepsOneRequestInFlight: a request does not leave while
+// another is in flight, so none can leave between the ingest's 429 and the
+// exporter reading it; once the ingest has answered 429 without
+// Retry-After, several may be in flight.
 func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 10_000)
@@ -178,21 +178,17 @@ func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	assert.Zero(t, wait)
 	s.depart(first)
 	clock.t = clock.t.Add(time.Second)
-	other, wait := s.reserve(10)
-	assert.Zero(t, wait, "no Retry-After seen: leaves while the first is in flight")
-	s.cancel(other)
-
-	s.closeGate(clock.t) // a Retry-After (already over)
-	s.answered(first)
-	first, wait = s.reserve(10)
-	assert.Zero(t, wait)
-	s.depart(first)
-	clock.t = clock.t.Add(time.Second)
 	second, wait := s.reserve(10)
 	assert.Equal(t, inFlightPoll, wait, "waits for the request in flight")
 	s.answered(first)
 	_, wait = s.rebook(second, 10)
 	assert.Zero(t, wait, "leaves once the first is answered")
+
+	s.depart(second)
+	clock.t = clock.t.Add(time.Second)
+	s.throttledWithoutRetryAfter()
+	_, wait = s.reserve(10)
+	assert.Zero(t, wait, "no Retry-After periods: leaves while the second is in flight")
 }
 
 // throttledAt1000 is a state adapted to 970 samples/s after a 429 with

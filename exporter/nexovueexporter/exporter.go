@@ -403,6 +403,9 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		now := time.Now()
 		until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now)
 		if !ok || !until.After(now) {
+			if code == http.StatusTooManyRequests {
+				e.state.throttledWithoutRetryAfter()
+			}
 			return retryable, err // exponential backoff
 		}
 		// No request with this key leaves before until: the gate holds back

@@ -44,16 +44,15 @@ type simResult struct {
 	requests, throttled                 int
 	// clientEarly counts requests that arrived inside a Retry-After period
 	// their own collector had been given (what tests/ingest reports as
-	// ClientEarlyRetries); clientEarlyAdapted those of them that left after
-	// their collector's first 429 (while one request is in flight at a time).
-	clientEarly, clientEarlyAdapted int
-	perWindow                       []int // accepted samples per 5 s of load, % of the limit
-	lastLimit                       int   // the limit over the last 30 s of load, in samples
+	// ClientEarlyRetries).
+	clientEarly int
+	perWindow   []int // accepted samples per 5 s of load, % of the limit
+	lastLimit   int   // the limit over the last 30 s of load, in samples
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d (after the first 429: %d) last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v",
-		r.offered, r.accepted, r.requests, r.throttled, r.clientEarly, r.clientEarlyAdapted,
+	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v",
+		r.offered, r.accepted, r.requests, r.throttled, r.clientEarly,
 		r.lastAcceptedPct(), r.last429, r.lastRequests, r.last429Pct(), r.perWindow)
 }
 
@@ -122,8 +121,7 @@ type simConsumer struct {
 
 type simCollector struct {
 	s         *keyState
-	throttled time.Time // its first 429 (zero: none yet)
-	backlog   int       // requests queued
+	backlog   int // requests queued
 	nextOffer time.Time
 	consumers []simConsumer
 }
@@ -168,9 +166,6 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 					res.requests++
 					if early {
 						res.clientEarly++
-						if !c.throttled.IsZero() && !w.left.Before(c.throttled) {
-							res.clientEarlyAdapted++
-						}
 					}
 					if !w.ok {
 						res.throttled++
@@ -203,13 +198,12 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 					} else {
 						c.s.cancel(w.id)
 						c.s.throttled(w.left)
-						if c.throttled.IsZero() {
-							c.throttled = now
-						}
 						w.nextTry = now.Add(cfg.backoff)
 						if w.retry > 0 {
 							c.s.closeGate(now.Add(w.retry))
 							w.nextTry = now.Add(w.retry)
+						} else {
+							c.s.throttledWithoutRetryAfter()
 						}
 					}
 					w.id = 0
@@ -282,10 +276,7 @@ func checkFleetTargets(t *testing.T, res simResult) {
 	assert.Equal(t, res.offered, res.accepted, "every sample accepted once")
 	assert.GreaterOrEqual(t, res.lastAcceptedPct(), 90.0, "accepted over the last 30 s, %% of the limit")
 	assert.LessOrEqual(t, res.last429Pct(), 2.0, "429s over the last 30 s, %% of the requests")
-	// Before a collector's first 429 several of its requests may be in
-	// flight: one that arrives after the 429 is inside its period. From the
-	// first 429 on, one is in flight at a time: none.
-	assert.Zero(t, res.clientEarlyAdapted, "requests inside their own collector's Retry-After period, after its first 429")
+	assert.Zero(t, res.clientEarly, "requests inside their own collector's Retry-After period")
 }
 
 // simLatencies are the request latencies simulated: up to 40 ms, and up to

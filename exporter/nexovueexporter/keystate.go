@@ -23,8 +23,8 @@ type keyState struct {
 	mu sync.Mutex
 	// notBefore is the Retry-After gate: no request leaves before it.
 	notBefore time.Time
-	// retryAfterSeen: the ingest has answered with a Retry-After.
-	retryAfterSeen bool
+	// noRetryAfter: the ingest has answered 429 without Retry-After.
+	noRetryAfter bool
 	// Pacing: at most limitAt(now) samples leave in any paceWindow (ceiling,
 	// the configured limit, until a 429 lowers it: see adaptive.go). sent holds the
 	// requests that left or are booked to leave, in leaving order.
@@ -93,13 +93,20 @@ func (s *keyState) release() {
 func (s *keyState) closeGate(until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retryAfterSeen = true
 	if until.After(s.notBefore) {
 		s.notBefore = until
 	}
 	if s.ceiling > 0 {
 		s.ad.gateClosed(s.now(), until)
 	}
+}
+
+// throttledWithoutRetryAfter records a 429 without Retry-After: this ingest
+// has no Retry-After periods to keep, so several requests may be in flight.
+func (s *keyState) throttledWithoutRetryAfter() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRetryAfter = true
 }
 
 // gateWait is how long a request must still wait for the Retry-After gate.

@@ -107,11 +107,11 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		if start.After(at) {
 			at = start // keep the booking order
 		}
-		if spaced && b.inFlight && s.retryAfterSeen {
-			// After a 429, when the ingest sends Retry-After, one request
-			// is in flight at a time: none can leave between the ingest's
-			// 429 and the exporter reading it (it would arrive inside the
-			// Retry-After period).
+		if b.inFlight && !s.noRetryAfter {
+			// One request is in flight at a time, unless the ingest has
+			// shown that it answers 429 without Retry-After: none can
+			// leave between the ingest's 429 and the exporter reading it
+			// (it would arrive inside the Retry-After period).
 			busy = true
 		}
 		if spaced {
