@@ -10,35 +10,49 @@ import (
 
 // Adaptive pacing (see the README's "Pacing in a fleet"). The ingest's limit
 // is per key, and a fleet of collectors shares a key without knowing of each
-// other. Each keyState starts at the configured limit (the ceiling). A 429
-// lowers its rate to what the ingest accepted from it in the last window
-// before the refusal, less decreaseMargin; without 429s the rate climbs back
-// to the ceiling along a cubic curve (as TCP CUBIC's window does): slowly
-// near the rate that was refused, faster the longer no 429 comes, by the
-// same amount for every collector. N collectors on one key each settle near
-// their share of the key's limit. While the rate is below the ceiling,
-// requests leave evenly spaced, one in flight at a time.
+// other. Each keyState starts at the configured limit (the ceiling). The
+// first 429 lowers its rate to what the ingest accepted from it just before
+// the refusal, less decreaseMargin (later ones lower the rate itself by
+// decreaseMargin): the rates of a fleet that was refused add up
+// to what the ingest accepted from all of them, the key's limit, so each
+// collector lands on its share, and the fleet together just under the limit.
+// The rate then holds for plateau (no growth: a fleet that found the limit
+// stays under it, without a 429 episode every few seconds), and then probes
+// upwards towards the ceiling along a cubic curve (as TCP CUBIC's window
+// does): slowly near the rate that was refused, faster the longer no 429
+// comes. While the rate is below the ceiling, requests leave evenly spaced,
+// one in flight at a time.
 const (
 	// decreaseMargin is taken off the accepted rate on a decrease, so that
 	// a fleet that all decreased together is below the key's limit, not on it.
-	decreaseMargin = 0.05
-	// growthPeriod and growthFraction shape the climb after a decrease,
-	// without another 429: r(t) = r0 + growthFraction * ceiling *
-	// (t/growthPeriod)^3. Every collector of a fleet gains the same amount
-	// (so that their shares converge, as with TCP's additive increase), the
-	// fleet together +5% of the ceiling per collector after 25 s: one 429
-	// episode about every half minute for eight collectors at the limit. A
-	// lone collector at 10% of the ceiling is back at the ceiling after 2 min.
+	decreaseMargin = 0.03
+	// sameEpisode: 429s within this time of a decrease answer requests that
+	// were already on their way (or refused in the same window) and do not
+	// lower the rate again. One ingest window, with pacing's margin.
+	sameEpisode = paceWindow
+	// plateau is how long the rate holds after a decrease before it grows.
+	plateau = 60 * time.Second
+	// growthPeriod and growthFraction shape the probe after the plateau:
+	// r(t) = r0 + growthFraction * ceiling * ((t-plateau)/growthPeriod)^3.
+	// Every collector of a fleet gains the same amount (so that their shares
+	// converge, as with TCP's additive increase), the fleet together +5% of
+	// the ceiling per collector 25 s into the probe for eight collectors at
+	// the limit. A lone collector at 10% of the ceiling is back at the
+	// ceiling 2 min after the plateau.
 	growthPeriod   = 60 * time.Second
 	growthFraction = 0.0864
+	// remeasureBelow: once adapted, a 429 lowers the current rate by
+	// decreaseMargin, unless the ingest accepted less than this fraction
+	// of it (the fleet grew): then it lowers it to what was accepted.
+	remeasureBelow = 0.5
 	// minRateFraction of the ceiling is the lowest rate a decrease sets.
 	minRateFraction = 0.01
-	// staleMeasure: when nothing was accepted within this time before the
-	// refused request left, there is no measure of the accepted rate and the
-	// rate is halved instead.
-	staleMeasure = 5 * time.Second
+	// measureSpan is how far back the accepted rate is measured. When
+	// nothing was accepted within it before the refused request left,
+	// the rate goes to the lowest (minRateFraction).
+	measureSpan = 5 * time.Second
 	// keepAccepted is how long accepted requests are remembered.
-	keepAccepted = staleMeasure + paceWindow
+	keepAccepted = measureSpan + paceWindow
 )
 
 // acceptedRequest is a request the ingest accepted, by the time it left.
@@ -54,16 +68,27 @@ type adaptive struct {
 	// rate0 is the rate the last decrease set (samples per paceWindow).
 	rate0    float64
 	accepted []acceptedRequest
+	// closed holds the recent periods the Retry-After gate was closed, oldest first.
+	closed []gateClosure
+}
+
+// gateClosure is a period the Retry-After gate was closed.
+type gateClosure struct {
+	from, until time.Time
 }
 
 // limitAt is the samples allowed in one paceWindow at now: the ceiling, or
-// the adapted rate while it climbs back. Caller holds s.mu.
+// the adapted rate (held for plateau after a decrease, then climbing back).
+// Caller holds s.mu.
 func (s *keyState) limitAt(now time.Time) int {
 	if s.ceiling <= 0 || s.ad.decreasedAt.IsZero() {
 		return s.ceiling
 	}
-	t := now.Sub(s.ad.decreasedAt).Seconds() / growthPeriod.Seconds()
-	r := s.ad.rate0 + growthFraction*float64(s.ceiling)*t*t*t
+	r := s.ad.rate0
+	if since := now.Sub(s.ad.decreasedAt); since > plateau {
+		t := (since - plateau).Seconds() / growthPeriod.Seconds()
+		r += growthFraction * float64(s.ceiling) * t * t * t
+	}
 	if r >= float64(s.ceiling) {
 		s.ad.decreasedAt = time.Time{} // back at the ceiling
 		return s.ceiling
@@ -93,39 +118,113 @@ func (s *keyState) acceptedAt(left time.Time, n int) {
 }
 
 // throttled lowers the rate after a 429 for a request that left at left. A
-// 429 for a request that left before the last decrease says nothing new
-// (the rate was already lowered for that episode) and is ignored. It returns
-// the new rate in samples per second, or 0 when nothing changed.
+// 429 for a request that left before the last decrease, or that comes
+// within sameEpisode of it, belongs to the episode that decrease answered
+// and is ignored. It returns the new rate in samples per second, or 0 when
+// nothing changed.
 func (s *keyState) throttled(left time.Time) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ceiling <= 0 || left.Before(s.ad.decreasedAt) {
+	if s.ceiling <= 0 {
 		return 0
 	}
 	now := s.now()
+	if d := s.ad.decreasedAt; !d.IsZero() && (left.Before(d) || now.Sub(d) < sameEpisode) {
+		return 0
+	}
 	current := float64(s.limitAt(now))
-	// What the ingest accepted from this state in the window that ends with
-	// the last accepted request that left before the refused one.
-	var last time.Time
-	for _, a := range s.ad.accepted {
-		if a.left.Before(left) && a.left.After(last) {
-			last = a.left
+	// Nothing accepted from this process in measureSpan: it has no share of
+	// the key's limit (others on the key filled the window first, or the
+	// ingest refuses everything): the lowest rate.
+	rate := 0.0
+	if perSecond, ok := s.acceptedRate(left); ok {
+		rate = perSecond * paceWindow.Seconds()
+		if s.adapted() && rate > current*remeasureBelow {
+			// Already adapted: the rate was right for the fleet a moment
+			// ago, and the measure of a paced collector is noisy (a slow
+			// ingest, a queue draining): lower the rate itself.
+			rate = current
 		}
+		// Every episode lowers the rate by decreaseMargin at least.
+		rate = math.Min(current, rate) * (1 - decreaseMargin)
 	}
-	var rate float64
-	if last.IsZero() || left.Sub(last) > staleMeasure {
-		rate = current / 2
-	} else {
-		acc := 0
-		for _, a := range s.ad.accepted {
-			if !a.left.After(last) && a.left.After(last.Add(-paceWindow)) {
-				acc += a.samples
-			}
-		}
-		rate = float64(acc) * (1 - decreaseMargin)
-	}
-	rate = math.Min(current, math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling))))
+	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate
 	s.ad.decreasedAt = now
 	return rate / paceWindow.Seconds()
+}
+
+// acceptedRate is the rate, in samples per second, at which the ingest
+// accepted this state's requests up to the last one that left before left:
+// over measureSpan, or since the first accepted request still remembered,
+// not counting the time the Retry-After gate was closed (nothing could be
+// sent then). Over less than one ingest window of sending (a fleet that
+// started together and was refused within its first second), it is what
+// was accepted in that window, per second. ok is false when nothing was
+// accepted within measureSpan. Caller holds s.mu.
+func (s *keyState) acceptedRate(left time.Time) (perSecond float64, ok bool) {
+	var first, last time.Time
+	for _, a := range s.ad.accepted {
+		if !a.left.Before(left) {
+			continue
+		}
+		if first.IsZero() || a.left.Before(first) {
+			first = a.left
+		}
+		if a.left.After(last) {
+			last = a.left
+		}
+	}
+	if last.IsZero() || left.Sub(last) > measureSpan {
+		return 0, false
+	}
+	from := maxTime(first, last.Add(-measureSpan))
+	sending := last.Sub(from) - s.ad.closedWithin(from, last)
+	window := sending < time.Second
+	n := 0
+	for _, a := range s.ad.accepted {
+		// (from, last]: n requests, one sending interval each; within one
+		// window, [from, last]: all that window accepted.
+		if !a.left.After(last) && (a.left.After(from) || window && a.left.Equal(from)) {
+			n += a.samples
+		}
+	}
+	if window {
+		return float64(n), true
+	}
+	return float64(n) / sending.Seconds(), true
+}
+
+// gateClosed records that the Retry-After gate is closed from from to until.
+// Caller holds s.mu.
+func (a *adaptive) gateClosed(from, until time.Time) {
+	cut := from.Add(-keepAccepted)
+	i := 0
+	for i < len(a.closed) && a.closed[i].until.Before(cut) {
+		i++
+	}
+	a.closed = a.closed[i:]
+	if n := len(a.closed); n > 0 && !from.After(a.closed[n-1].until) {
+		a.closed[n-1].until = maxTime(a.closed[n-1].until, until)
+		return
+	}
+	a.closed = append(a.closed, gateClosure{from: from, until: until})
+}
+
+// closedWithin is how long the gate was closed between from and to.
+func (a *adaptive) closedWithin(from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, c := range a.closed {
+		if lo, hi := maxTime(c.from, from), minTime(c.until, to); hi.After(lo) {
+			d += hi.Sub(lo)
+		}
+	}
+	return d
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -8,46 +8,139 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// acceptEvery records n requests of 500 samples accepted one every interval
+// from the clock's time on, and moves the clock to n intervals later.
+func acceptEvery(s *keyState, clock *virtualClock, n int, interval time.Duration) {
+	t0 := clock.t
+	for i := range n {
+		s.acceptedAt(t0.Add(time.Duration(i)*interval), 500)
+	}
+	clock.t = t0.Add(time.Duration(n) * interval)
+}
+
+// acceptSteadily records 8 s accepted at 2,500 samples/s (500 every 200 ms).
+func acceptSteadily(s *keyState, clock *virtualClock) {
+	acceptEvery(s, clock, 40, 200*time.Millisecond)
+}
+
+// perWindow is a rate in samples per second as the samples allowed in one paceWindow.
+func perWindow(perSecond float64) int {
+	return int(perSecond * paceWindow.Seconds())
+}
 
 func TestAdaptiveRateFollowsWhatTheIngestAccepted(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
-	t0 := clock.t
-	// 4 requests of 500 accepted in the last window, one older one.
-	s.acceptedAt(t0.Add(-3*time.Second), 5000)
-	for i := range 4 {
-		s.acceptedAt(t0.Add(time.Duration(i)*200*time.Millisecond), 500)
-	}
-	clock.t = t0.Add(time.Second)
-	refusedLeft := t0.Add(900 * time.Millisecond)
+	acceptSteadily(s, clock)
+	refusedLeft := clock.t.Add(-10 * time.Millisecond)
 	perSecond := s.throttled(refusedLeft)
-	assert.InDelta(t, 2000*(1-decreaseMargin)/paceWindow.Seconds(), perSecond, 1)
-	assert.Equal(t, int(2000*(1-decreaseMargin)), s.maxSamples())
+	assert.InDelta(t, 2500*(1-decreaseMargin), perSecond, 1, "the accepted rate over measureSpan, less decreaseMargin")
+	assert.Equal(t, perWindow(2500*(1-decreaseMargin)), s.maxSamples())
+	assert.True(t, s.adapted())
+}
 
-	// A 429 for a request that left before the decrease: the same episode.
-	assert.Zero(t, s.throttled(refusedLeft))
-	assert.Equal(t, 1900, s.maxSamples())
+func TestAdaptiveRateWithinTheFirstSecondIsWhatTheWindowAccepted(t *testing.T) {
+	// A fleet that starts together is refused within its first second: what
+	// each collector got into that window is its share of the key's limit.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 5, 100*time.Millisecond)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+}
 
-	// Without 429s it climbs back along the cubic curve, to the ceiling.
-	clock.t = clock.t.Add(growthPeriod)
-	assert.Equal(t, 1900+1728, s.maxSamples(), "+growthFraction of the ceiling after growthPeriod")
-	clock.t = clock.t.Add(2 * growthPeriod)
+func TestAdaptiveRateDoesNotCountTheTimeTheGateWasClosed(t *testing.T) {
+	// 2 s accepted at 2,500 samples/s, the gate closed for 2 s, 2 s more:
+	// the rate is 2,500 samples/s over the 4 s the exporter could send.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 10, 200*time.Millisecond)
+	s.closeGate(clock.t.Add(2 * time.Second))
+	clock.t = clock.t.Add(2 * time.Second)
+	acceptEvery(s, clock, 11, 200*time.Millisecond)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+}
+
+func TestAdaptiveOnceAdaptedA429LowersTheRateItself(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock) // 2,500 samples/s
+	s.throttled(clock.t)
+	before := s.maxSamples()
+
+	// A noisy measure (2,000 samples/s: a slow ingest) does not lower it
+	// further than decreaseMargin.
+	acceptEvery(s, clock, 20, 250*time.Millisecond)
+	s.throttled(clock.t)
+	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
+
+	// Less than half of the rate accepted (the fleet doubled): what was accepted.
+	before = s.maxSamples()
+	acceptEvery(s, clock, 12, 500*time.Millisecond) // 1,000 samples/s
+	s.throttled(clock.t)
+	assert.Equal(t, perWindow(1000*(1-decreaseMargin)), s.maxSamples())
+	assert.Less(t, s.maxSamples(), before/2)
+}
+
+func TestAdaptiveEveryEpisodeLowersTheRate(t *testing.T) {
+	// A measure above the current rate (what was accepted before an earlier
+	// decrease) still lowers the rate by decreaseMargin.
+	s, clock := newPacedState(t, 20_000)
+	acceptEvery(s, clock, 5, 100*time.Millisecond) // 2,500 in the first window
+	s.throttled(clock.t)
+	before := s.maxSamples()
+	acceptEvery(s, clock, 10, 200*time.Millisecond)
+	s.throttled(clock.t)
+	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
+}
+
+func TestAdaptiveSameEpisodeDecreasesOnce(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	decreased := clock.t
+	assert.Positive(t, s.throttled(clock.t.Add(-time.Millisecond)))
+	want := s.maxSamples()
+
+	// 429s for requests already on their way, and any within sameEpisode.
+	clock.t = decreased.Add(sameEpisode - time.Millisecond)
+	assert.Zero(t, s.throttled(decreased.Add(-100*time.Millisecond)), "left before the decrease")
+	assert.Zero(t, s.throttled(decreased.Add(10*time.Millisecond)), "within sameEpisode of the decrease")
+	clock.t = decreased.Add(10 * time.Second)
+	assert.Zero(t, s.throttled(decreased.Add(-time.Millisecond)), "left before the decrease, answered late")
+	assert.Equal(t, want, s.maxSamples())
+
+	// A 429 for a request that left after sameEpisode is a new episode.
+	assert.Positive(t, s.throttled(clock.t.Add(-time.Millisecond)))
+	assert.Less(t, s.maxSamples(), want)
+}
+
+func TestAdaptiveRateHoldsThenClimbsBackToTheCeiling(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	decreased, r0 := clock.t, s.maxSamples()
+
+	clock.t = decreased.Add(plateau)
+	assert.Equal(t, r0, s.maxSamples(), "no growth during the plateau")
+	clock.t = decreased.Add(plateau + growthPeriod)
+	assert.Equal(t, r0+int(growthFraction*20_000), s.maxSamples(), "+growthFraction of the ceiling growthPeriod after the plateau")
+	clock.t = decreased.Add(plateau + 3*growthPeriod)
 	assert.Equal(t, 20_000, s.maxSamples())
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
 }
 
-func TestAdaptiveRateWithoutAMeasureHalves(t *testing.T) {
+func TestAdaptiveRateWithoutAMeasureIsTheLowest(t *testing.T) {
+	// Refused before anything was accepted (a fleet member whose first
+	// requests found the key's window full): no share yet.
 	s, clock := newPacedState(t, 20_000)
 	s.throttled(clock.t)
-	assert.Equal(t, 10_000, s.maxSamples())
-	clock.t = clock.t.Add(time.Millisecond)
+	assert.Equal(t, 200, s.maxSamples(), "1% of the ceiling")
+}
+
+func TestAdaptiveRateWithAnOldMeasureIsTheLowest(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.acceptedAt(clock.t, 500)
+	clock.t = clock.t.Add(measureSpan + time.Millisecond)
 	s.throttled(clock.t)
-	assert.Equal(t, 5000, s.maxSamples())
-	for range 20 {
-		clock.t = clock.t.Add(time.Millisecond)
-		s.throttled(clock.t)
-	}
-	assert.Equal(t, 200, s.maxSamples(), "never below 1% of the ceiling")
+	assert.Equal(t, 200, s.maxSamples())
 }
 
 // TestAdaptedPacingSpacesRequests: after a 429 requests leave evenly spaced
@@ -56,23 +149,26 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 1000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
-	s.throttled(clock.t) // 950 per window
+	s.throttled(clock.t) // 970 samples/s
+	limit := s.maxSamples()
 	var at []time.Duration
 	for range 4 {
 		id, wait := s.reserve(190)
 		at = append(at, wait)
 		clock.t = clock.t.Add(wait)
 		s.depart(id)
+		s.answered(id)
 	}
 	assert.Zero(t, at[0])
 	for _, w := range at[1:] {
-		assert.InDelta(t, float64(paceWindow)*190/950, float64(w), float64(time.Millisecond), "spaced by the request's share of the window")
+		assert.InDelta(t, float64(paceWindow)*190/float64(limit), float64(w), float64(time.Millisecond), "spaced by the request's share of the window")
 	}
 }
 
-// TestAdaptedPacingKeepsOneRequestInFlight: after a 429 a request does not
-// leave while another is in flight, so none can leave between the ingest's
-// 429 and the exporter reading it.
+// TestAdaptedPacingKeepsOneRequestInFlight: a request does not leave while
+// another is in flight, so none can leave between the ingest's 429 and the
+// exporter reading it; once the ingest has answered 429 without
+// Retry-After, several may be in flight.
 func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
 	s.acceptedAt(clock.t, 10_000)
@@ -87,4 +183,67 @@ func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s.answered(first)
 	_, wait = s.rebook(second, 10)
 	assert.Zero(t, wait, "leaves once the first is answered")
+
+	s.depart(second)
+	clock.t = clock.t.Add(time.Second)
+	s.throttledWithoutRetryAfter()
+	_, wait = s.reserve(10)
+	assert.Zero(t, wait, "no Retry-After periods: leaves while the second is in flight")
+}
+
+// throttledAt1000 is a state adapted to 970 samples/s after a 429 with
+// Retry-After, with the start phase drawn as phase.
+func throttledAt1000(t *testing.T, phase float64) (*keyState, *virtualClock) {
+	s, clock := newPacedState(t, 20_000)
+	s.acceptedAt(clock.t, 1000)
+	clock.t = clock.t.Add(10 * time.Millisecond)
+	s.throttled(clock.t)
+	s.closeGate(clock.t) // the 429 came with a Retry-After (over already)
+	s.phase = func() float64 { return phase }
+	return s, clock
+}
+
+// TestAdaptedPacingStartsAtARandomPhase: the first spaced request (after a
+// 429, or once the gate reopens) starts at a random point of its share, so
+// that collectors refused together do not send in step.
+func TestAdaptedPacingStartsAtARandomPhase(t *testing.T) {
+	s, _ := throttledAt1000(t, 0.5)
+	share := float64(paceWindow) * 190 / float64(s.maxSamples())
+	first, wait := s.reserve(190)
+	assert.InDelta(t, share/2, float64(wait), float64(time.Microsecond))
+	_, wait = s.rebook(first, 190)
+	assert.InDelta(t, share/2, float64(wait), float64(time.Microsecond), "drawn once per booking")
+}
+
+// TestAdaptedPacingSpreadsARequestThatWaitedForTheOneInFlight: a request
+// whose time passed while it waited for the answer to the one in flight
+// leaves at a random point of half its share after that answer, not at once.
+func TestAdaptedPacingSpreadsARequestThatWaitedForTheOneInFlight(t *testing.T) {
+	s, clock := throttledAt1000(t, 0)
+	share := float64(paceWindow) * 190 / float64(s.maxSamples())
+	first, _ := s.reserve(190)
+	s.depart(first)
+	clock.t = clock.t.Add(time.Duration(share)) // the second one's time
+	second, wait := s.reserve(190)
+	assert.Equal(t, inFlightPoll, wait, "waits for the answer to the first")
+	clock.t = clock.t.Add(time.Second) // a slow answer
+	s.answered(first)
+	s.phase = func() float64 { return 0.5 }
+	_, wait = s.rebook(second, 190)
+	assert.InDelta(t, share/4, float64(wait), float64(time.Microsecond))
+}
+
+// TestAdaptedPacingSpacesAfterALaterBookingThatLeft: a consumer that booked
+// first but was overtaken (it slept through a gate) still waits for the
+// request that left before it, instead of leaving right after it.
+func TestAdaptedPacingSpacesAfterALaterBookingThatLeft(t *testing.T) {
+	s, clock := throttledAt1000(t, 0)
+	first, _ := s.reserve(190)
+	second, wait := s.rebook(0, 190)
+	require.Positive(t, wait)
+	clock.t = clock.t.Add(wait)
+	s.depart(second) // the second booking leaves first
+	s.answered(second)
+	_, wait = s.rebook(first, 190)
+	assert.InDelta(t, float64(paceWindow)*190/float64(s.maxSamples()), float64(wait), float64(time.Millisecond))
 }

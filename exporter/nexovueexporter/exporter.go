@@ -396,13 +396,16 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		err := fmt.Errorf("request to %s throttled (HTTP %d): %s", e.url, code, msg)
 		if code == http.StatusTooManyRequests {
 			if rate := e.state.throttled(left); rate > 0 {
-				e.logger.Info("nexovue ingest throttled the key (HTTP 429): pacing lowered to what it accepted in the last window; it climbs back without 429s",
+				e.logger.Info("nexovue ingest throttled the key (HTTP 429): pacing lowered to the rate the ingest accepted, less 3%; it holds for a minute, then climbs back without 429s",
 					zap.Int("samples_per_second", int(rate)), zap.Int("rate_limit", e.cfg.RateLimit.SamplesPerSecond), zap.String("url", e.url))
 			}
 		}
 		now := time.Now()
 		until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now)
 		if !ok || !until.After(now) {
+			if code == http.StatusTooManyRequests {
+				e.state.throttledWithoutRetryAfter()
+			}
 			return retryable, err // exponential backoff
 		}
 		// No request with this key leaves before until: the gate holds back

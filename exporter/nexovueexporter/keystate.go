@@ -5,6 +5,7 @@ package nexovueexporter // import "github.com/nexovue/otelcol-nexovue/exporter/n
 
 import (
 	"crypto/sha256"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -22,6 +23,8 @@ type keyState struct {
 	mu sync.Mutex
 	// notBefore is the Retry-After gate: no request leaves before it.
 	notBefore time.Time
+	// noRetryAfter: the ingest has answered 429 without Retry-After.
+	noRetryAfter bool
 	// Pacing: at most limitAt(now) samples leave in any paceWindow (ceiling,
 	// the configured limit, until a 429 lowers it: see adaptive.go). sent holds the
 	// requests that left or are booked to leave, in leaving order.
@@ -35,6 +38,9 @@ type keyState struct {
 	lastKeyLog time.Time
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
+	// phase draws where in its share of the window the first spaced
+	// request starts, in [0, 1): rand.Float64, replaceable in tests.
+	phase func() float64
 }
 
 var registry struct {
@@ -59,7 +65,7 @@ func acquireKeyState(endpoint, key string, samplesPerSecond int) *keyState {
 	}
 	s, ok := registry.states[id]
 	if !ok {
-		s = &keyState{id: id, now: time.Now}
+		s = &keyState{id: id, now: time.Now, phase: rand.Float64}
 		registry.states[id] = s
 	}
 	s.refs++
@@ -90,6 +96,17 @@ func (s *keyState) closeGate(until time.Time) {
 	if until.After(s.notBefore) {
 		s.notBefore = until
 	}
+	if s.ceiling > 0 {
+		s.ad.gateClosed(s.now(), until)
+	}
+}
+
+// throttledWithoutRetryAfter records a 429 without Retry-After: this ingest
+// has no Retry-After periods to keep, so several requests may be in flight.
+func (s *keyState) throttledWithoutRetryAfter() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRetryAfter = true
 }
 
 // gateWait is how long a request must still wait for the Retry-After gate.

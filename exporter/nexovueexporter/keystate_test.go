@@ -27,6 +27,7 @@ func newPacedState(t *testing.T, limit int) (*keyState, *virtualClock) {
 	t.Cleanup(s.release)
 	c := &virtualClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	s.now = c.now
+	s.phase = func() float64 { return 0 }
 	return s, c
 }
 

@@ -27,6 +27,16 @@ type booking struct {
 	inFlight bool
 	// left is when the request left (zero until then).
 	left time.Time
+	// slot is the earliest time the booking may leave while the rate is
+	// adapted; waited: it has waited for a request in flight (see rebook).
+	slot   time.Time
+	waited bool
+}
+
+// spread is a random part of the share of the window a request of n
+// samples takes at limit samples per window.
+func (s *keyState) spread(n, limit int) time.Duration {
+	return time.Duration(s.phase() * float64(paceWindow) * float64(n) / float64(limit))
 }
 
 // start is when the booking counts from, as seen at now: an in-flight
@@ -78,11 +88,18 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	s.sent = kept
 
 	at := now
+	var slot time.Time // the grid's next slot, while spaced
 	inWindow := 0
 	exits := make([]booking, 0, len(s.sent))
 	busy := false
-	for _, b := range s.sent {
-		if id != 0 && b.id >= id {
+	var own *booking // the booking made again, if any
+	for i, b := range s.sent {
+		if b.id == id {
+			own = &s.sent[i]
+		}
+		// A booking made again considers those made before it, and every
+		// request that has left (whichever booking was made first).
+		if id != 0 && b.id >= id && (b.id == id || b.left.IsZero()) {
 			continue
 		}
 		inWindow += b.samples
@@ -90,9 +107,11 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		if start.After(at) {
 			at = start // keep the booking order
 		}
-		if spaced && b.inFlight {
-			// After a 429 one request is in flight at a time: none can
-			// leave between the ingest's 429 and the exporter reading it.
+		if b.inFlight && !s.noRetryAfter {
+			// One request is in flight at a time, unless the ingest has
+			// shown that it answers 429 without Retry-After: none can
+			// leave between the ingest's 429 and the exporter reading it
+			// (it would arrive inside the Retry-After period).
 			busy = true
 		}
 		if spaced {
@@ -102,9 +121,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 			if !b.left.IsZero() {
 				from = b.left
 			}
-			if next := from.Add(time.Duration(float64(paceWindow) * float64(b.samples) / float64(limit))); next.After(at) {
-				at = next
-			}
+			slot = maxTime(slot, from.Add(time.Duration(float64(paceWindow)*float64(b.samples)/float64(limit))))
 		}
 		exits = append(exits, booking{at: start.Add(paceWindow), samples: b.samples})
 	}
@@ -118,6 +135,24 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		}
 		inWindow -= exits[j].samples
 	}
+	if spaced {
+		switch {
+		case own != nil && own.slot.After(slot):
+			slot = own.slot // drawn below, on an earlier booking
+		case len(exits) == 0:
+			// Nothing to space from (the first request after a 429, or
+			// after the Retry-After gate reopens): start at a random point
+			// of this request's share of the window, so that collectors
+			// refused together do not send in step.
+			slot = now.Add(s.spread(n, limit))
+		case !busy && slot.Before(now) && own != nil && own.waited:
+			// It waited for the answer to the request in flight past its
+			// time: when a slow ingest delayed the answers of many
+			// collectors together, they must not all send at that moment.
+			slot = now.Add(s.spread(n, limit) / 2)
+		}
+		at = maxTime(at, slot)
+	}
 	wait := at.Sub(now)
 	if busy && wait <= 0 {
 		wait = inFlightPoll
@@ -125,13 +160,14 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	if id != 0 {
 		for i := range s.sent {
 			if s.sent[i].id == id {
-				s.sent[i].at = at
+				s.sent[i].at, s.sent[i].slot = at, slot
+				s.sent[i].waited = s.sent[i].waited || busy
 				return id, wait
 			}
 		}
 	}
 	s.nextID++
-	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n})
+	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n, slot: slot, waited: busy})
 	return s.nextID, wait
 }
 

@@ -170,29 +170,45 @@ type CollectorOptions struct {
 // is not ready in a minute.
 func StartCollector(t testing.TB, config string, opts CollectorOptions) *Process {
 	t.Helper()
-	args := []string{"--config", config}
-	if opts.Args != nil {
-		args = append(args, opts.Args...)
-	} else {
-		args = append(args, FeatureGate)
-	}
+	return StartCollectors(t, []string{config}, opts)[0]
+}
+
+// StartCollectors is StartCollector for several collectors, one per config,
+// with the same options: all are started at once and then waited for
+// together, so that a fleet starts in about the time one collector takes.
+func StartCollectors(t testing.TB, configs []string, opts CollectorOptions) []*Process {
+	t.Helper()
 	bin := Binary(t)
 	if opts.EBPF {
 		RequireTracefs(t)
 	}
-	name := bin
-	if len(opts.Wrap) > 0 {
-		args = append(append(append([]string(nil), opts.Wrap[1:]...), name), args...)
-		name = opts.Wrap[0]
-	}
-	p := Start(t, opts.Env, name, args...)
-	WaitFor(t, time.Minute, "the collector to be ready", func() (bool, error) {
-		if ok, err := p.Exited(); ok {
-			return false, fmt.Errorf("the collector exited (%v):\n%s", err, tail(p.Output(), 60))
+	ps := make([]*Process, len(configs))
+	for i, config := range configs {
+		args := []string{"--config", config}
+		if opts.Args != nil {
+			args = append(args, opts.Args...)
+		} else {
+			args = append(args, FeatureGate)
 		}
-		return strings.Contains(p.Output(), "Everything is ready"), nil
+		name := bin
+		if len(opts.Wrap) > 0 {
+			args = append(append(append([]string(nil), opts.Wrap[1:]...), name), args...)
+			name = opts.Wrap[0]
+		}
+		ps[i] = Start(t, opts.Env, name, args...)
+	}
+	WaitFor(t, time.Minute, fmt.Sprintf("%d collector(s) to be ready", len(ps)), func() (bool, error) {
+		for _, p := range ps {
+			if ok, err := p.Exited(); ok {
+				return false, fmt.Errorf("a collector exited (%v):\n%s", err, tail(p.Output(), 60))
+			}
+			if !strings.Contains(p.Output(), "Everything is ready") {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
-	return p
+	return ps
 }
 
 // RequireTracefs fails the test when tracefs is not mounted: the eBPF
