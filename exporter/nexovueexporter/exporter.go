@@ -38,6 +38,10 @@ type nexovueExporter struct {
 	set       component.TelemetrySettings
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
+	// id is the exporter's component ID, on every metric it records (as the
+	// exporter helper's metrics carry it): two nexovue exporters in one
+	// collector, say nexovue and nexovue/pyroscope, are told apart.
+	id        attribute.KeyValue
 	url       string
 	key       string
 	userAgent string
@@ -68,6 +72,7 @@ func newExporter(cfg *Config, set exporter.Settings, halve halveFunc) (*nexovueE
 		set:       set.TelemetrySettings,
 		logger:    set.Logger,
 		telemetry: tb,
+		id:        attribute.String("exporter", set.ID.String()),
 		url:       cfg.profilesURL(),
 		key:       string(cfg.Key),
 		userAgent: fmt.Sprintf("%s/%s (%s/%s)", set.BuildInfo.Description, set.BuildInfo.Version, runtime.GOOS, runtime.GOARCH),
@@ -266,7 +271,7 @@ func (e *nexovueExporter) split(ctx context.Context, p pprofile.Profiles) (first
 		return first, second, false, fmt.Errorf("bad request: cannot split it for %s: %w", e.url, err)
 	}
 	if ok {
-		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n))
+		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n), metric.WithAttributes(e.id))
 	}
 	return first, second, ok, nil
 }
@@ -296,7 +301,7 @@ func (e *nexovueExporter) sendDraining(ctx context.Context, p pprofile.Profiles)
 }
 
 func (e *nexovueExporter) drop(ctx context.Context, n int, reason string) {
-	e.telemetry.ExporterNexovueSamplesDropped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
+	e.telemetry.ExporterNexovueSamplesDropped.Add(ctx, int64(n), metric.WithAttributes(e.id, attribute.String("reason", reason)))
 }
 
 // send makes one HTTP attempt with p, after the pacing and the Retry-After gate allow it.
@@ -365,7 +370,7 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 	switch {
 	case code >= 200 && code <= 299:
 		e.state.acceptedAt(left, n)
-		e.telemetry.ExporterNexovueSamplesSent.Add(ctx, int64(n))
+		e.telemetry.ExporterNexovueSamplesSent.Add(ctx, int64(n), metric.WithAttributes(e.id))
 		if partial != nil {
 			e.logger.Warn("nexovue ingest accepted the request partially",
 				zap.Int64("rejected_profiles", partial.RejectedProfiles()),
@@ -386,7 +391,8 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		return rejectedKey, fmt.Errorf("request to %s refused: the ingest rejected the key (HTTP %d)", e.url, code)
 	case code == http.StatusBadRequest:
 		e.drop(ctx, n, "bad_request")
-		e.logger.Error("nexovue ingest refused the request (HTTP 400)",
+		e.logger.Error("the endpoint refused the request (HTTP 400)",
+			zap.String("url", e.url),
 			zap.String("message", msg),
 			zap.String("profiles_format", profilesFormat()),
 			zap.String("hint", "a 400 naming a table index means the ingest expects a different profiles format than this build's; use a Collector version the ingest supports"),
@@ -435,7 +441,7 @@ func (e *nexovueExporter) maxGateWait() time.Duration {
 }
 
 func (e *nexovueExporter) countRequest(ctx context.Context, code int) {
-	e.telemetry.ExporterNexovueRequests.Add(ctx, 1, metric.WithAttributes(attribute.Int("status_code", code)))
+	e.telemetry.ExporterNexovueRequests.Add(ctx, 1, metric.WithAttributes(e.id, attribute.Int("status_code", code)))
 }
 
 func (e *nexovueExporter) recordWaits(ctx context.Context, w waits) {
@@ -445,6 +451,6 @@ func (e *nexovueExporter) recordWaits(ctx context.Context, w waits) {
 
 func (e *nexovueExporter) recordWait(ctx context.Context, d time.Duration, reason string) {
 	if d > 0 {
-		e.telemetry.ExporterNexovueWaitTime.Add(ctx, d.Seconds(), metric.WithAttributes(attribute.String("reason", reason)))
+		e.telemetry.ExporterNexovueWaitTime.Add(ctx, d.Seconds(), metric.WithAttributes(e.id, attribute.String("reason", reason)))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumererror/xconsumererror"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
@@ -482,4 +483,27 @@ func TestRedirectToTheSameHostIsFollowed(t *testing.T) {
 	require.Len(t, reqs, 2)
 	assert.Equal(t, testKey, reqs[1].header.Get(keyHeader))
 	assert.Equal(t, int64(5), h.intSum(t, mSent))
+}
+
+// Two nexovue exporters in one collector (the Pyroscope recipe's nexovue and
+// nexovue/pyroscope) record their requests and samples apart.
+func TestMetricsNameTheExporter(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	ok := newFakeIngest(t, nil)
+	refusing := newFakeIngest(t, func(int, *received) reply { return answer(http.StatusBadRequest) })
+	nexovue := newHarnessWith(t, testConfig(ok.srv.URL), tel, "")
+	pyroscope := newHarnessWith(t, testConfig(refusing.srv.URL), tel, "pyroscope")
+
+	require.NoError(t, nexovue.exp.ConsumeProfiles(context.Background(), batch(300, 1)))
+	require.Error(t, pyroscope.exp.ConsumeProfiles(context.Background(), batch(200, 1)))
+
+	id := func(s string) attribute.KeyValue { return attribute.String("exporter", s) }
+	assert.Equal(t, int64(1), nexovue.intSum(t, mRequests, id("nexovue"), attribute.Int("status_code", 200)))
+	assert.Zero(t, nexovue.intSum(t, mRequests, id("nexovue"), attribute.Int("status_code", 400)))
+	assert.Equal(t, int64(1), nexovue.intSum(t, mRequests, id("nexovue/pyroscope"), attribute.Int("status_code", 400)))
+	assert.Zero(t, nexovue.intSum(t, mRequests, id("nexovue/pyroscope"), attribute.Int("status_code", 200)))
+	assert.Equal(t, int64(300), nexovue.intSum(t, mSent, id("nexovue")))
+	assert.Zero(t, nexovue.intSum(t, mSent, id("nexovue/pyroscope")))
+	assert.Equal(t, int64(200), nexovue.intSum(t, mDropped, id("nexovue/pyroscope")))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -163,17 +164,23 @@ func testConfig(url string) *Config {
 func newHarness(t *testing.T, cfg *Config) *harness {
 	t.Helper()
 	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	return newHarnessWith(t, cfg, tel, "")
+}
+
+// newHarnessWith starts an exporter named nexovue/<name> (nexovue when name
+// is empty) that records into tel; the caller shuts tel down.
+func newHarnessWith(t *testing.T, cfg *Config, tel *componenttest.Telemetry, name string) *harness {
+	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	set := metadatatest.NewSettings(tel)
+	set.ID = component.NewIDWithName(set.ID.Type(), name)
 	set.Logger = zap.New(core)
 	exp, err := NewFactory().(xexporter.Factory).CreateProfiles(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	h := &harness{exp: exp, inner: exp.(*profilesExporter).exp, tel: tel, logs: logs}
-	t.Cleanup(func() {
-		require.NoError(t, exp.Shutdown(context.Background()))
-		require.NoError(t, tel.Shutdown(context.Background()))
-	})
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 	return h
 }
 
