@@ -33,7 +33,8 @@ const (
 //   - cold: a new processor each time: finding the files through /proc,
 //     verifying their file id, parsing their symbol tables.
 //
-// Each reports ms/10k-samples; the last lines log the ratios.
+// Each reports ms/10k-samples; warm and cold their ratio to encode of the
+// same run (x-encode), also logged at the end.
 func BenchmarkSymbolize(b *testing.B) {
 	pd := benchBatch(b)
 	perOp := map[string]time.Duration{}
@@ -41,6 +42,9 @@ func BenchmarkSymbolize(b *testing.B) {
 		d := b.Elapsed() / time.Duration(b.N)
 		perOp[name] = d
 		b.ReportMetric(float64(d.Microseconds())/1000, "ms/10k-samples")
+		if enc := perOp["encode"]; name != "encode" && enc > 0 {
+			b.ReportMetric(ratio(d, enc), "x-encode")
+		}
 	}
 	b.Run("encode", func(b *testing.B) {
 		// Marshaling turns the resources' attribute keys and string values
