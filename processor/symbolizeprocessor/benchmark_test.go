@@ -142,13 +142,13 @@ func benchBatch(b *testing.B) pprofile.Profiles {
 // mappedLibc returns the path of the libc a process maps.
 func mappedLibc(tb testing.TB, pid int) string {
 	tb.Helper()
-	paths, err := mapsPaths(int64(pid))
+	files, err := mappedFiles(int64(pid))
 	require.NoError(tb, err)
-	for _, p := range paths {
-		if strings.HasPrefix(filepath.Base(p), "libc.so") {
-			return p
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f.path), "libc.so") {
+			return f.path
 		}
 	}
-	tb.Fatalf("no libc in /proc/%d/maps: %v", pid, paths)
+	tb.Fatalf("no libc in /proc/%d/maps: %v", pid, files)
 	return ""
 }

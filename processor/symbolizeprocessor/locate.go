@@ -40,21 +40,32 @@ var procRoot = "/proc"
 // maxMapsBytes bounds how much of a /proc/<pid>/maps file is read.
 const maxMapsBytes = 4 << 20
 
-// mapsPaths returns the paths of the files mapped by a process, as the
-// process sees them, from /proc/<pid>/maps.
-func mapsPaths(pid int64) ([]string, error) {
+// mappedFile is a file a process maps: its path as the process sees it and
+// the address ranges ("start-end", as /proc/<pid>/map_files names them) it
+// is mapped at.
+type mappedFile struct {
+	path   string
+	ranges []string
+}
+
+// maxRangesPerFile bounds the ranges kept per mapped file.
+const maxRangesPerFile = 4
+
+// mappedFiles returns the files mapped by a process, from /proc/<pid>/maps.
+func mappedFiles(pid int64) ([]mappedFile, error) {
 	f, err := os.Open(fmt.Sprintf("%s/%d/maps", procRoot, pid))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
-	seen := map[string]bool{}
+	var out []mappedFile
+	index := map[string]int{}
 	s := bufio.NewScanner(&limitedReader{r: f, n: maxMapsBytes})
 	s.Buffer(make([]byte, 0, 4096), 64<<10)
 	for s.Scan() {
 		// start-end perms offset dev inode   path
 		line := s.Text()
+		rng, _, _ := strings.Cut(line, " ")
 		fields := 0
 		i := 0
 		for i < len(line) && fields < 5 {
@@ -67,11 +78,18 @@ func mapsPaths(pid int64) ([]string, error) {
 			fields++
 		}
 		p := strings.TrimSuffix(line[i:], " (deleted)")
-		if !strings.HasPrefix(p, "/") || seen[p] {
+		if !strings.HasPrefix(p, "/") {
 			continue
 		}
-		seen[p] = true
-		out = append(out, p)
+		k, ok := index[p]
+		if !ok {
+			k = len(out)
+			index[p] = k
+			out = append(out, mappedFile{path: p})
+		}
+		if len(out[k].ranges) < maxRangesPerFile {
+			out[k].ranges = append(out[k].ranges, rng)
+		}
 	}
 	return out, s.Err()
 }
@@ -99,13 +117,15 @@ type candidate struct {
 	open, shown string
 }
 
-// candidates returns where to look for a mapping's file, in order: through
-// each process's root (/proc/<pid>/root/<path>, the path as the process
-// sees it, in its container), then the same paths on the host. name is the
-// mapping's filename: the eBPF profiler sends the file's base name, which is
-// looked up among the process's mapped files (and its executable); an
-// absolute path is taken as it is.
-func candidates(name string, procs []procRef, maps func(pid int64) []string) []candidate {
+// candidates returns where to look for a mapping's file, in order: for
+// each process, the file it maps itself (/proc/<pid>/map_files/<range>,
+// which is the mapped file even when it was deleted or replaced on disk
+// since), then its path through the process's root (/proc/<pid>/root/<path>,
+// the path as the process sees it, in its container); then the same paths
+// on the host. name is the mapping's filename: the eBPF profiler sends the
+// file's base name, which is looked up among the process's mapped files
+// (and its executable); an absolute path is taken as it is.
+func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile) []candidate {
 	var inProcs, host []candidate
 	seen := map[candidate]bool{}
 	add := func(list *[]candidate, c candidate) {
@@ -114,25 +134,35 @@ func candidates(name string, procs []procRef, maps func(pid int64) []string) []c
 			*list = append(*list, c)
 		}
 	}
-	for _, pr := range procs {
-		var paths []string
+	matches := func(p string) bool {
 		if strings.HasPrefix(name, "/") {
-			paths = []string{name}
-		} else {
-			if pr.exe != "" && path.Base(pr.exe) == name {
-				paths = append(paths, pr.exe)
-			}
-			if pr.pid > 0 {
-				for _, p := range maps(pr.pid) {
-					if path.Base(p) == name && p != pr.exe {
-						paths = append(paths, p)
-					}
+			return p == name
+		}
+		return path.Base(p) == name
+	}
+	for _, pr := range procs {
+		root := procRoot + "/" + strconv.FormatInt(pr.pid, 10)
+		var paths []string
+		if pr.pid > 0 {
+			for _, mf := range maps(pr.pid) {
+				if !matches(mf.path) {
+					continue
 				}
+				for _, r := range mf.ranges {
+					add(&inProcs, candidate{open: root + "/map_files/" + r, shown: mf.path})
+				}
+				paths = append(paths, mf.path)
 			}
+		}
+		if pr.exe != "" && matches(pr.exe) {
+			paths = append(paths, pr.exe)
+		}
+		if strings.HasPrefix(name, "/") {
+			paths = append(paths, name)
 		}
 		for _, p := range paths {
 			if pr.pid > 0 {
-				add(&inProcs, candidate{open: procRoot + "/" + strconv.FormatInt(pr.pid, 10) + "/root" + p, shown: p})
+				add(&inProcs, candidate{open: root + "/root" + p, shown: p})
 			}
 			add(&host, candidate{open: p, shown: p})
 		}
@@ -150,9 +180,13 @@ type procRef struct {
 	exe string
 }
 
-// loadFile opens the file at path (open: the path to open; shown: the path
-// the process sees), checks that it is the mapping's file and parses its
-// symbol table.
+// errUnusable wraps the error of a file that is the mapping's but cannot
+// be used: too large, or its symbols unreadable. Other errors (not there,
+// not allowed, another file) mean the next place is worth a try.
+var errUnusable = errors.New("the mapping's file cannot be used")
+
+// loadFile opens the file at open (shown: the path the process sees),
+// checks that it is the mapping's file and parses its symbol table.
 func loadFile(open, shown string, id fileIdentity, maxSize int64) (*symtab, error) {
 	f, err := os.Open(open)
 	if err != nil {
@@ -166,9 +200,6 @@ func loadFile(open, shown string, id fileIdentity, maxSize int64) (*symtab, erro
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", open)
 	}
-	if fi.Size() > maxSize {
-		return nil, fmt.Errorf("%s: %d bytes: %w", open, fi.Size(), errTooLarge)
-	}
 	switch {
 	case id.htlhash != "":
 		h, err := htlhash(f, fi.Size())
@@ -181,7 +212,7 @@ func loadFile(open, shown string, id fileIdentity, maxSize int64) (*symtab, erro
 	case id.gnu != "":
 		b, err := gnuBuildID(f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", open, err)
 		}
 		if !strings.EqualFold(b, id.gnu) {
 			return nil, fmt.Errorf("%s: GNU build id %q, mapping's %s: %w", open, b, id.gnu, errMismatch)
@@ -189,5 +220,12 @@ func loadFile(open, shown string, id fileIdentity, maxSize int64) (*symtab, erro
 	default:
 		return nil, errMismatch
 	}
-	return parseSymtab(f, shown)
+	if fi.Size() > maxSize {
+		return nil, fmt.Errorf("%s: %d bytes, %w: %w", open, fi.Size(), errTooLarge, errUnusable)
+	}
+	st, err := parseSymtab(f, shown)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", open, err, errUnusable)
+	}
+	return st, nil
 }

@@ -125,10 +125,11 @@ func (p *symbolizeProcessor) load(m *mappingState, b *batch) *symtab {
 			return tab
 		}
 		lastErr = err
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errMismatch) {
-			continue // maybe another path, or another process's root
+		if errors.Is(err, errUnusable) {
+			break // the mapping's file, too large or unreadable
 		}
-		break // the right file, but unreadable, too large or not ELF
+		// Not there, not allowed (map_files needs CAP_SYS_ADMIN or
+		// CAP_CHECKPOINT_RESTORE), or another file: the next place.
 	}
 	if lastErr == nil {
 		lastErr = os.ErrNotExist
@@ -152,7 +153,7 @@ type batch struct {
 	funcIndex map[[3]int32]int32
 	symFuncs  map[symRef]int32
 
-	pidMaps map[int64][]string
+	pidMaps map[int64][]mappedFile
 }
 
 type symRef struct {
@@ -293,16 +294,16 @@ func (b *batch) findProcesses() {
 }
 
 // mapsOf returns the mapped files of a process, read once per batch.
-func (b *batch) mapsOf(pid int64) []string {
+func (b *batch) mapsOf(pid int64) []mappedFile {
 	if b.pidMaps == nil {
-		b.pidMaps = map[int64][]string{}
+		b.pidMaps = map[int64][]mappedFile{}
 	}
-	if paths, ok := b.pidMaps[pid]; ok {
-		return paths
+	if files, ok := b.pidMaps[pid]; ok {
+		return files
 	}
-	paths, _ := mapsPaths(pid) // a process gone: its executable on the host only
-	b.pidMaps[pid] = paths
-	return paths
+	files, _ := mappedFiles(pid) // a process gone: its executable on the host only
+	b.pidMaps[pid] = files
+	return files
 }
 
 // function returns the index of the function naming symbol si of the

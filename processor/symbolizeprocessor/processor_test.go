@@ -160,14 +160,55 @@ func TestSymbolizeProcessAddresses(t *testing.T) {
 	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", bin}}, names(b.pd, leaf))
 }
 
+// leafProgram is the C test program built for a test, with what a batch
+// needs to point at its nxv_leaf function the way the eBPF profiler does.
+type leafProgram struct {
+	bin, id            string
+	leaf               uint64 // nxv_leaf's address
+	offset, start, end uint64 // its text mapping
+}
+
+func buildLeafProgram(t *testing.T) leafProgram {
+	t.Helper()
+	bin := compile(t, t.TempDir(), "nxv.c", "nxv-sym")
+	lp := leafProgram{bin: bin, id: fileID(t, bin), leaf: nmSymbols(t, bin, false)["nxv_leaf"].addr}
+	lp.offset, lp.start, lp.end = textMapping(t, bin)
+	return lp
+}
+
+// batch returns a batch of one sample of process pid (exe its executable)
+// whose stack is one frame in nxv_leaf, of a mapping with the spec's name
+// and identity (spec's bounds are the program's), and that frame's index.
+func (lp leafProgram) batch(pid int, exe string, spec mappingSpec) (pprofile.Profiles, int32) {
+	if spec.name == "" {
+		spec.name = "nxv-sym"
+	}
+	spec.start, spec.end, spec.offset = lp.start, lp.end, lp.offset
+	b := newProfileBuilder()
+	leaf := b.location(b.mapping(spec), lp.leaf+4, "native")
+	b.process(pid, exe, []int32{leaf})
+	return b.pd, leaf
+}
+
+// TestSymbolizeDeletedFile: a running program whose binary was deleted
+// since it started (a package upgrade) is read through
+// /proc/<pid>/map_files, where it is still the mapped file.
+func TestSymbolizeDeletedFile(t *testing.T) {
+	lp := buildLeafProgram(t)
+	pid := startWaiting(t, lp.bin)
+	removeFile(t, lp.bin)
+	pd, leaf := lp.batch(pid, lp.bin+" (deleted)", mappingSpec{htlhash: lp.id})
+
+	process(t, newTestProcessor(t), pd)
+
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
+}
+
 // TestSymbolizeNotTheFile: a file whose identity is not the mapping's, a
 // mapping without identity, a file over max_file_size_mib and a file that
 // is not there leave the frames unsymbolized.
 func TestSymbolizeNotTheFile(t *testing.T) {
-	dir := t.TempDir()
-	bin := compile(t, dir, "nxv.c", "nxv-sym")
-	syms := nmSymbols(t, bin, false)
-	off, start, end := textMapping(t, bin)
+	lp := buildLeafProgram(t)
 	for _, tc := range []struct {
 		name    string
 		spec    mappingSpec
@@ -176,22 +217,15 @@ func TestSymbolizeNotTheFile(t *testing.T) {
 		{"other file id", mappingSpec{htlhash: "00112233445566778899aabbccddeeff"}, 1 << 30},
 		{"other GNU build id", mappingSpec{gnuBuildID: "0011223344"}, 1 << 30},
 		{"no identity", mappingSpec{}, 1 << 30},
-		{"too large", mappingSpec{htlhash: fileID(t, bin)}, 1000},
-		{"absent", mappingSpec{name: "nxv-absent", htlhash: fileID(t, bin)}, 1 << 30},
+		{"too large", mappingSpec{htlhash: lp.id}, 1000},
+		{"absent", mappingSpec{name: "nxv-absent", htlhash: lp.id}, 1 << 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := tc.spec
-			if spec.name == "" {
-				spec.name = "nxv-sym"
-			}
-			spec.start, spec.end, spec.offset = start, end, off
-			b := newProfileBuilder()
-			leaf := b.location(b.mapping(spec), syms["nxv_leaf"].addr+4, "native")
-			b.process(0, bin, []int32{leaf})
+			pd, leaf := lp.batch(0, lp.bin, tc.spec)
 			p := newTestProcessor(t)
 			p.maxSize = tc.maxSize
-			process(t, p, b.pd)
-			assert.Equal(t, []frameName{{}}, names(b.pd, leaf))
+			process(t, p, pd)
+			assert.Equal(t, []frameName{{}}, names(pd, leaf))
 		})
 	}
 }
@@ -199,36 +233,21 @@ func TestSymbolizeNotTheFile(t *testing.T) {
 // TestSymbolizeCached: a file's symbols are read once; later batches are
 // named from the cache even when the file is gone.
 func TestSymbolizeCached(t *testing.T) {
-	dir := t.TempDir()
-	bin := compile(t, dir, "nxv.c", "nxv-sym")
-	syms := nmSymbols(t, bin, false)
-	off, start, end := textMapping(t, bin)
-	id := fileID(t, bin)
-	batch := func() (pprofile.Profiles, int32) {
-		b := newProfileBuilder()
-		leaf := b.location(b.mapping(mappingSpec{name: "nxv-sym", start: start, end: end, offset: off, htlhash: id}), syms["nxv_leaf"].addr+4, "native")
-		b.process(0, bin, []int32{leaf})
-		return b.pd, leaf
-	}
+	lp := buildLeafProgram(t)
 	p := newTestProcessor(t)
-	pd, leaf := batch()
+	pd, leaf := lp.batch(0, lp.bin, mappingSpec{htlhash: lp.id})
 	process(t, p, pd)
-	require.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", bin}}, names(pd, leaf))
-	removeFile(t, bin)
-	pd, leaf = batch()
+	require.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
+	removeFile(t, lp.bin)
+	pd, leaf = lp.batch(0, lp.bin, mappingSpec{htlhash: lp.id})
 	process(t, p, pd)
-	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", bin}}, names(pd, leaf))
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
 }
 
 // TestSymbolizeThroughFactory runs the processor as the Collector builds it.
 func TestSymbolizeThroughFactory(t *testing.T) {
-	dir := t.TempDir()
-	bin := compile(t, dir, "nxv.c", "nxv-sym")
-	syms := nmSymbols(t, bin, false)
-	off, start, end := textMapping(t, bin)
-	b := newProfileBuilder()
-	leaf := b.location(b.mapping(mappingSpec{name: "nxv-sym", start: start, end: end, offset: off, htlhash: fileID(t, bin)}), syms["nxv_leaf"].addr+4, "native")
-	b.process(0, bin, []int32{leaf})
+	lp := buildLeafProgram(t)
+	pd, leaf := lp.batch(0, lp.bin, mappingSpec{htlhash: lp.id})
 
 	sink := new(consumertest.ProfilesSink)
 	f := NewFactory().(xprocessor.Factory)
@@ -236,10 +255,10 @@ func TestSymbolizeThroughFactory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, proc.Start(context.Background(), nil))
 	require.True(t, proc.Capabilities().MutatesData)
-	require.NoError(t, proc.ConsumeProfiles(context.Background(), b.pd))
+	require.NoError(t, proc.ConsumeProfiles(context.Background(), pd))
 	require.NoError(t, proc.Shutdown(context.Background()))
 	require.Len(t, sink.AllProfiles(), 1)
-	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", bin}}, names(sink.AllProfiles()[0], leaf))
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(sink.AllProfiles()[0], leaf))
 }
 
 // TestSymbolizeHostileIndices: indices outside the dictionary are skipped,
