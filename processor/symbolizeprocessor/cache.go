@@ -11,7 +11,7 @@ import (
 // symtabCache keeps parsed symbol tables by file identity, least recently
 // used evicted first, within a budget of bytes (each table's size estimate).
 // A table larger than the whole budget is not kept. Files that could not be
-// symbolized are remembered for failureTTL so that a file that is gone, too
+// symbolized (or whose table is larger than the budget) are remembered for failureTTL so that a file that is gone, too
 // large or not an ELF file is not looked for again at every batch. It is
 // not safe for concurrent use.
 type symtabCache struct {
@@ -62,7 +62,8 @@ func (c *symtabCache) get(key string) (tab *symtab, failed bool) {
 }
 
 // add keeps a table, evicting the least recently used ones beyond the
-// budget.
+// budget. A table larger than the whole budget is not kept, and its file is
+// not read again for failureTTL: it would be parsed again at every batch.
 func (c *symtabCache) add(key string, tab *symtab) {
 	if e, ok := c.entries[key]; ok {
 		c.used -= e.Value.(*cacheEntry).tab.size
@@ -70,6 +71,7 @@ func (c *symtabCache) add(key string, tab *symtab) {
 		delete(c.entries, key)
 	}
 	if tab.size > c.budget {
+		c.fail(key)
 		return
 	}
 	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, tab: tab})

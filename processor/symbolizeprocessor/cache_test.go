@@ -29,9 +29,10 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Nil(t, got)
 	assert.Equal(t, 700, c.used)
 
-	c.add("huge", &symtab{size: 1001}) // larger than the budget: not kept
-	got, _ = c.get("huge")
+	c.add("huge", &symtab{size: 1001}) // larger than the budget: not kept, not read again soon
+	got, failed := c.get("huge")
 	assert.Nil(t, got)
+	assert.True(t, failed)
 	assert.Equal(t, 700, c.used)
 }
 

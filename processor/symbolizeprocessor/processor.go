@@ -87,10 +87,16 @@ func (p *symbolizeProcessor) processProfiles(_ context.Context, pd pprofile.Prof
 		b.findProcesses()
 		for mi := range b.maps {
 			m := &b.maps[mi]
-			if m.needed && !m.resolved {
-				m.tab = p.load(m, b)
-				m.resolved = true
+			if !m.needed || m.resolved {
+				continue
 			}
+			// Another mapping of the same file may have loaded it.
+			if tab, failed := p.cache.get(m.key); tab != nil || failed {
+				m.tab = tab
+			} else {
+				m.tab = p.load(m, b)
+			}
+			m.resolved = true
 		}
 	}
 	for _, li := range cands {
