@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,6 +112,48 @@ func TestSymbolizeCPlusPlus(t *testing.T) {
 		{"nxv::Vec::operator+", raw[3], bin},
 		{"main", "main", bin},
 	}, names(b.pd, locs...))
+}
+
+// TestSymbolizeRust: a program built by rustc (when there is one: Debian's
+// rustc is not among the test's prerequisites), its function named
+// nxv_rust::nxv::hot from both manglings.
+func TestSymbolizeRust(t *testing.T) {
+	rustc, err := exec.LookPath("rustc")
+	if err != nil {
+		t.Skip("no rustc on PATH")
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", "src", "nxv.rs"))
+	require.NoError(t, err)
+	for _, mangling := range []string{"legacy", "v0"} {
+		t.Run(mangling, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "nxv-rust")
+			args := []string{"--crate-name", "nxv_rust", "-C", "opt-level=1", "-o", bin, src}
+			if mangling == "v0" {
+				args = append(args, "-C", "symbol-mangling-version=v0")
+			}
+			out, err := exec.Command(rustc, args...).CombinedOutput()
+			if err != nil && mangling == "v0" && strings.Contains(string(out), "symbol-mangling-version") {
+				t.Skipf("this rustc has no stable v0 mangling: %s", out)
+			}
+			require.NoError(t, err, "rustc: %s", out)
+			var raw string
+			var addr uint64
+			for name, s := range nmSymbols(t, bin, false) {
+				if strings.Contains(name, "nxv_rust") && strings.Contains(name, "3nxv3hot") {
+					raw, addr = name, s.addr
+				}
+			}
+			require.NotEmpty(t, raw, "nm lists no nxv_rust::nxv::hot")
+			off, start, end := textMapping(t, bin)
+			b := newProfileBuilder()
+			loc := b.location(b.mapping(mappingSpec{name: "nxv-rust", start: start, end: end, offset: off, htlhash: fileID(t, bin)}), addr+1, "native")
+			b.process(0, bin, []int32{loc})
+
+			process(t, newTestProcessor(t), b.pd)
+
+			assert.Equal(t, []frameName{{"nxv_rust::nxv::hot", raw, bin}}, names(b.pd, loc))
+		})
+	}
 }
 
 // TestSymbolizeStripped: a stripped executable keeps only .dynsym, which

@@ -35,7 +35,10 @@ type symbol struct {
 	nameOff, nameLen uint32
 }
 
-// loadSegment is a PT_LOAD program header.
+// loadSegment is an executable PT_LOAD program header: the profiler maps
+// only executable mappings, and only they translate a mapping's file offset
+// (a page-aligned offset may fall in the last page of the read-only segment
+// before, as lld lays files out).
 type loadSegment struct {
 	off, vaddr, filesz uint64
 }
@@ -170,7 +173,7 @@ func parseSymtab(r io.ReaderAt, path string) (st *symtab, err error) {
 	}
 	st = &symtab{path: path}
 	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
 			st.segments = append(st.segments, loadSegment{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
 		}
 	}
