@@ -8,7 +8,7 @@
 # builds its kube-apiserver), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
-# test (gcc, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
+# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -45,6 +45,7 @@ done
 # runtimes by path: file -> Debian package.
 declare -A runtimes=(
 	[/usr/bin/gcc]=gcc
+	[/usr/bin/g++]=g++
 	[/usr/bin/python3]=python3
 	[/usr/bin/node]=nodejs
 	[/usr/bin/java]=default-jdk-headless

@@ -24,9 +24,9 @@ import (
 const workloadService = "bench-workload"
 
 // startAgent starts the eBPF agent exporting to sink: ours is the shipped
-// agent.yaml (profiling -> memory_limiter -> service_name -> frame_limit ->
-// nexovue with its file_storage queue); plain is profiling -> otlp_http with
-// the same receiver setting (19 Hz) and the same telemetry.
+// agent.yaml (profiling -> memory_limiter -> service_name -> symbolize ->
+// frame_limit -> nexovue with its file_storage queue); plain is profiling ->
+// otlp_http with the same receiver setting (19 Hz) and the same telemetry.
 func (h *harness) startAgent(t *testing.T, ours bool, sink *sink) *testenv.Process {
 	t.Helper()
 	metrics := testenv.FreeAddr(t)
@@ -181,7 +181,7 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"A CPU-bound Go program (tests/bench/testdata/benchload, one goroutine, GOMAXPROCS=1, run at nice −20 in a scheduler autogroup of its own at nice −20, so that the machine's other work does not decide its time) hashes a fixed number of SHA-256 rounds (%s, calibrated once at the start to about %s of CPU time) and times itself; "+
-			"the same work runs without and with the shipped agent (`distributions/otelcol-nexovue/agent.yaml`: eBPF receiver at 19 Hz → memory_limiter → service_name → frame_limit → nexovue, exporting to the in-process ingest double), "+
+			"the same work runs without and with the shipped agent (`distributions/otelcol-nexovue/agent.yaml`: eBPF receiver at 19 Hz → memory_limiter → service_name → symbolize → frame_limit → nexovue, exporting to the in-process ingest double), "+
 			"in %d adjacent pairs whose order alternates (without/with, with/without, ...); the agent is started (and left %s to finish its start-up scan) and stopped between runs. "+
 			"Slowdown = median over the pairs of (wall time with) / (wall time without) − 1; the goal is judged on it. "+
 			"The workload also reports the CPU time it used (getrusage): it leaves out any time the workload waited for a CPU, so where the two ratios differ, the machine's other work preempted it. "+
@@ -245,7 +245,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The agent profiles this whole host at 19 Hz while %d busy processes run (benchload busy: each busy %s%% of every 100 ms in a call chain of its own depth, half of them with OTEL_SERVICE_NAME set). "+
-			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry). "+
+			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry). "+
 			"Each run starts a fresh agent, waits %s, then reads the collector's utime+stime (/proc/<pid>/stat) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
 			"Runs alternate ours/plain in pairs (ours plain, plain ours, ...); the ratios are per pair. Both export to the in-process ingest double; samples/min is what the double received in the window. "+
 			"Other processes on the host are profiled too, so the machine's other load changes what there is to profile from run to run; CPU per 1,000 samples received is shown beside the goal's figure for that reason (the goal is judged on CPU s per minute).",

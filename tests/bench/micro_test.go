@@ -20,19 +20,19 @@ type microGroup struct {
 
 // microGroups are the packages whose benchmarks the report collects: the
 // processors, the exporter, the pprof conversion and the frame splitter.
-// frame_limit's benchmarks copy a large batch outside the timer before
-// every op, so a time budget would run them for minutes: they run a fixed
+// frame_limit's and symbolize's benchmarks copy a large batch outside the
+// timer before every op, so a time budget would run them for minutes: they run a fixed
 // number of ops.
 func (h *harness) microGroups() []microGroup {
 	if *flagQuick {
 		return []microGroup{{"1x", []string{
-			"./processor/servicenameprocessor", "./processor/framelimitprocessor", "./exporter/nexovueexporter",
+			"./processor/servicenameprocessor", "./processor/framelimitprocessor", "./processor/symbolizeprocessor", "./exporter/nexovueexporter",
 			"./receiver/pprofreceiver/...", "./internal/profilesplit",
 		}}}
 	}
 	return []microGroup{
 		{"100ms", []string{"./processor/servicenameprocessor", "./exporter/nexovueexporter", "./receiver/pprofreceiver/...", "./internal/profilesplit"}},
-		{"20x", []string{"./processor/framelimitprocessor"}},
+		{"20x", []string{"./processor/framelimitprocessor", "./processor/symbolizeprocessor"}},
 	}
 }
 

@@ -1,0 +1,49 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newSymtabCache(1000)
+	a, b, d := &symtab{size: 400}, &symtab{size: 400}, &symtab{size: 400}
+	c.add("a", a)
+	c.add("b", b)
+	got, _ := c.get("a") // a is now the most recently used
+	assert.Same(t, a, got)
+	c.add("d", d) // over budget: b goes
+	got, _ = c.get("b")
+	assert.Nil(t, got)
+	got, _ = c.get("a")
+	assert.Same(t, a, got)
+	assert.Equal(t, 800, c.used)
+
+	c.grew("a", 300) // memoized names: over budget, d goes
+	got, _ = c.get("d")
+	assert.Nil(t, got)
+	assert.Equal(t, 700, c.used)
+
+	c.add("huge", &symtab{size: 1001}) // larger than the budget: not kept, not read again soon
+	got, failed := c.get("huge")
+	assert.Nil(t, got)
+	assert.True(t, failed)
+	assert.Equal(t, 700, c.used)
+}
+
+func TestCacheRemembersFailures(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newSymtabCache(1000)
+	c.now = func() time.Time { return now }
+	c.fail("x")
+	_, failed := c.get("x")
+	assert.True(t, failed)
+	now = now.Add(failureTTL)
+	_, failed = c.get("x")
+	assert.False(t, failed, "tried again after failureTTL")
+}

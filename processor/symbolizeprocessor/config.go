@@ -1,0 +1,49 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor"
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+const (
+	defaultCacheSizeMiB   = 64
+	maxCacheSizeMiB       = 4096
+	defaultMaxFileSizeMiB = 1024
+	// maxMaxFileSizeMiB bounds max_file_size_mib at 64 GiB: a file is read
+	// (its symbol tables, not its whole text) only below that size.
+	maxMaxFileSizeMiB = 65536
+)
+
+// Config is the configuration of the symbolize processor.
+type Config struct {
+	// CacheSizeMiB bounds the memory of the symbol tables kept in memory,
+	// by file identity (least recently used evicted first).
+	CacheSizeMiB int `mapstructure:"cache_size_mib"`
+	// MaxFileSizeMiB is the size above which a mapped file is not read: its
+	// frames stay unsymbolized.
+	MaxFileSizeMiB int `mapstructure:"max_file_size_mib"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+func createDefaultConfig() component.Config {
+	return &Config{CacheSizeMiB: defaultCacheSizeMiB, MaxFileSizeMiB: defaultMaxFileSizeMiB}
+}
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	if cfg.CacheSizeMiB < 1 || cfg.CacheSizeMiB > maxCacheSizeMiB {
+		return fmt.Errorf("cache_size_mib: must be between 1 and %d, got %d", maxCacheSizeMiB, cfg.CacheSizeMiB)
+	}
+	if cfg.MaxFileSizeMiB < 1 || cfg.MaxFileSizeMiB > maxMaxFileSizeMiB {
+		return fmt.Errorf("max_file_size_mib: must be between 1 and %d, got %d", maxMaxFileSizeMiB, cfg.MaxFileSizeMiB)
+	}
+	return nil
+}

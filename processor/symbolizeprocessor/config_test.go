@@ -1,0 +1,62 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	tests := []struct {
+		id          component.ID
+		expected    *Config
+		errContains string
+	}{
+		{id: component.NewID(metadata.Type), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024}},
+		{id: component.NewIDWithName(metadata.Type, "small"), expected: &Config{CacheSizeMiB: 8, MaxFileSizeMiB: 100}},
+		{id: component.NewIDWithName(metadata.Type, "bounds"), expected: &Config{CacheSizeMiB: 4096, MaxFileSizeMiB: 1}},
+		{id: component.NewIDWithName(metadata.Type, "cache_zero"), errContains: "cache_size_mib: must be between 1 and 4096, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "cache_too_large"), errContains: "cache_size_mib: must be between 1 and 4096, got 4097"},
+		{id: component.NewIDWithName(metadata.Type, "file_zero"), errContains: "max_file_size_mib: must be between 1 and 65536, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "file_negative"), errContains: "max_file_size_mib: must be between 1 and 65536, got -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+
+			err = confmap.Validate(cfg)
+			if tt.errContains != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.errContains)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.expected, cfg)
+		})
+	}
+}
+
+func TestLoadConfigUnknownKey(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, "unknown_key").String())
+	require.NoError(t, err)
+	err = sub.Unmarshal(NewFactory().CreateDefaultConfig())
+	require.ErrorContains(t, err, "cache_size")
+}

@@ -1,0 +1,380 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor"
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+)
+
+// Attribute keys the eBPF profiler sets (OpenTelemetry semantic conventions).
+const (
+	attrPID       = "process.pid"
+	attrExePath   = "process.executable.path"
+	attrHtlhash   = "process.executable.build_id.htlhash"
+	attrGNU       = "process.executable.build_id.gnu"
+	attrFrameType = "profile.frame.type"
+	frameNative   = "native"
+)
+
+// maxProcsPerMapping bounds the processes tried to find one mapping's file.
+const maxProcsPerMapping = 4
+
+type symbolizeProcessor struct {
+	logger  *zap.Logger
+	maxSize int64
+
+	mu    sync.Mutex // guards cache, and the tables in it
+	cache *symtabCache
+}
+
+func newSymbolizeProcessor(set processor.Settings, cfg *Config) *symbolizeProcessor {
+	return &symbolizeProcessor{
+		logger:  set.Logger,
+		maxSize: int64(cfg.MaxFileSizeMiB) << 20,
+		cache:   newSymtabCache(cfg.CacheSizeMiB << 20),
+	}
+}
+
+// mappingState is what a batch knows of one of its mappings.
+type mappingState struct {
+	needed   bool
+	key      string
+	id       fileIdentity
+	name     string
+	tab      *symtab
+	resolved bool // looked up (tab nil: not symbolized)
+	procs    []procRef
+}
+
+// processProfiles gives every native frame of the batch that has a mapping
+// and no line a line naming its symbol, where the mapped file has one.
+func (p *symbolizeProcessor) processProfiles(_ context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := newBatch(pd)
+	cands := b.candidates()
+	if len(cands) == 0 {
+		return pd, nil
+	}
+	missing := false
+	for mi := range b.maps {
+		m := &b.maps[mi]
+		if !m.needed {
+			continue
+		}
+		b.identify(int32(mi))
+		if m.key == "" {
+			m.resolved = true
+			continue
+		}
+		tab, failed := p.cache.get(m.key)
+		if tab != nil || failed {
+			m.tab, m.resolved = tab, true
+			continue
+		}
+		missing = true
+	}
+	if missing {
+		b.findProcesses()
+		for mi := range b.maps {
+			m := &b.maps[mi]
+			if !m.needed || m.resolved {
+				continue
+			}
+			// Another mapping of the same file may have loaded it.
+			if tab, failed := p.cache.get(m.key); tab != nil || failed {
+				m.tab = tab
+			} else {
+				m.tab = p.load(m, b)
+			}
+			m.resolved = true
+		}
+	}
+	for _, li := range cands {
+		loc := b.locs.At(int(li))
+		m := &b.maps[loc.MappingIndex()]
+		if m.tab == nil {
+			continue
+		}
+		mp := b.dict.MappingTable().At(int(loc.MappingIndex()))
+		addr, ok := m.tab.vaddr(loc.Address(), mp.MemoryStart(), mp.MemoryLimit(), mp.FileOffset())
+		if !ok {
+			continue
+		}
+		si := m.tab.lookup(addr)
+		if si < 0 {
+			continue
+		}
+		fn := b.function(m, si, p.cache)
+		loc.Lines().AppendEmpty().SetFunctionIndex(fn)
+	}
+	return pd, nil
+}
+
+// load finds, verifies and parses a mapping's file, and caches the result
+// (a failure for failureTTL).
+func (p *symbolizeProcessor) load(m *mappingState, b *batch) *symtab {
+	var lastErr error
+	for _, c := range candidates(m.name, m.procs, b.mapsOf) {
+		tab, err := loadFile(c.open, c.shown, m.id, p.maxSize)
+		if err == nil {
+			p.cache.add(m.key, tab)
+			return tab
+		}
+		lastErr = err
+		if errors.Is(err, errUnusable) {
+			break // the mapping's file, too large or unreadable
+		}
+		// Not there, not allowed (map_files needs CAP_SYS_ADMIN or
+		// CAP_CHECKPOINT_RESTORE), or another file: the next place.
+	}
+	if lastErr == nil {
+		lastErr = os.ErrNotExist
+	}
+	p.logger.Debug("native frames of a mapping stay unsymbolized",
+		zap.String("mapping", m.name), zap.String("identity", m.key), zap.Error(lastErr))
+	p.cache.fail(m.key)
+	return nil
+}
+
+// batch is one request's dictionary, with what the processor learns of it.
+type batch struct {
+	pd   pprofile.Profiles
+	dict pprofile.ProfilesDictionary
+	locs pprofile.LocationSlice
+	strs pcommon.StringSlice
+	maps []mappingState
+
+	// Built when the first function is added.
+	strIndex  map[string]int32
+	funcIndex map[[3]int32]int32
+	symFuncs  map[symRef]int32
+
+	pidMaps map[int64][]mappedFile
+}
+
+type symRef struct {
+	tab *symtab
+	i   int
+}
+
+func newBatch(pd pprofile.Profiles) *batch {
+	dict := pd.Dictionary()
+	return &batch{pd: pd, dict: dict, locs: dict.LocationTable(), strs: dict.StringTable()}
+}
+
+func (b *batch) str(i int32) string {
+	if i < 0 || int(i) >= b.strs.Len() {
+		return ""
+	}
+	return b.strs.At(int(i))
+}
+
+// candidates returns the locations to symbolize: those with a mapping and no
+// line, whose frame type, when set, is native. It marks their mappings
+// needed.
+func (b *batch) candidates() []int32 {
+	nm := b.dict.MappingTable().Len()
+	attrs := b.dict.AttributeTable()
+	var out []int32
+	for li := 1; li < b.locs.Len(); li++ {
+		loc := b.locs.At(li)
+		mi := loc.MappingIndex()
+		if mi <= 0 || int(mi) >= nm || loc.Lines().Len() > 0 {
+			continue
+		}
+		native := true
+		for _, ai := range loc.AttributeIndices().All() {
+			if ai <= 0 || int(ai) >= attrs.Len() {
+				continue
+			}
+			a := attrs.At(int(ai))
+			if b.str(a.KeyStrindex()) == attrFrameType && a.Value().AsString() != frameNative {
+				native = false
+			}
+		}
+		if !native {
+			continue
+		}
+		if b.maps == nil {
+			b.maps = make([]mappingState, nm)
+		}
+		b.maps[mi].needed = true
+		out = append(out, int32(li))
+	}
+	return out
+}
+
+// identify reads a mapping's file identity and name.
+func (b *batch) identify(mi int32) {
+	m := &b.maps[mi]
+	mp := b.dict.MappingTable().At(int(mi))
+	attrs := b.dict.AttributeTable()
+	for _, ai := range mp.AttributeIndices().All() {
+		if ai <= 0 || int(ai) >= attrs.Len() {
+			continue
+		}
+		a := attrs.At(int(ai))
+		switch b.str(a.KeyStrindex()) {
+		case attrHtlhash:
+			m.id.htlhash = a.Value().AsString()
+		case attrGNU:
+			m.id.gnu = a.Value().AsString()
+		}
+	}
+	m.key = m.id.key()
+	m.name = b.str(mp.FilenameStrindex())
+	if m.name == "" {
+		m.key = "" // nothing to look for
+	}
+}
+
+// findProcesses walks the samples to find, for each mapping still to load,
+// the processes whose stacks hold it (process.pid of the sample, else of the
+// resource; process.executable.path of the resource).
+func (b *batch) findProcesses() {
+	attrs := b.dict.AttributeTable()
+	stacks := b.dict.StackTable()
+	// Attribute indices that are process.pid, with their value.
+	pidAttr := map[int32]int64{}
+	for i := 1; i < attrs.Len(); i++ {
+		a := attrs.At(i)
+		if b.str(a.KeyStrindex()) == attrPID && a.Value().Type() == pcommon.ValueTypeInt {
+			pidAttr[int32(i)] = a.Value().Int()
+		}
+	}
+	for _, rp := range b.pd.ResourceProfiles().All() {
+		res := procRef{}
+		if v, ok := rp.Resource().Attributes().Get(attrPID); ok && v.Type() == pcommon.ValueTypeInt {
+			res.pid = v.Int()
+		}
+		if v, ok := rp.Resource().Attributes().Get(attrExePath); ok {
+			res.exe = v.AsString()
+		}
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, prof := range sp.Profiles().All() {
+				for _, s := range prof.Samples().All() {
+					pr := res
+					for _, ai := range s.AttributeIndices().All() {
+						if pid, ok := pidAttr[ai]; ok {
+							pr.pid = pid
+						}
+					}
+					si := s.StackIndex()
+					if si < 0 || int(si) >= stacks.Len() {
+						continue
+					}
+					for _, li := range stacks.At(int(si)).LocationIndices().All() {
+						if li <= 0 || int(li) >= b.locs.Len() {
+							continue
+						}
+						mi := b.locs.At(int(li)).MappingIndex()
+						if mi <= 0 || int(mi) >= len(b.maps) {
+							continue
+						}
+						m := &b.maps[mi]
+						if !m.needed || m.resolved || len(m.procs) >= maxProcsPerMapping {
+							continue
+						}
+						known := false
+						for _, q := range m.procs {
+							known = known || q == pr
+						}
+						if !known {
+							m.procs = append(m.procs, pr)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// mapsOf returns the mapped files of a process, read once per batch.
+func (b *batch) mapsOf(pid int64) []mappedFile {
+	if b.pidMaps == nil {
+		b.pidMaps = map[int64][]mappedFile{}
+	}
+	if files, ok := b.pidMaps[pid]; ok {
+		return files
+	}
+	files, _ := mappedFiles(pid) // a process gone: its executable on the host only
+	b.pidMaps[pid] = files
+	return files
+}
+
+// function returns the index of the function naming symbol si of the
+// mapping's table, adding it (and its strings) to the dictionary when the
+// batch has no such function yet.
+func (b *batch) function(m *mappingState, si int, cache *symtabCache) int32 {
+	ref := symRef{m.tab, si}
+	if fi, ok := b.symFuncs[ref]; ok {
+		return fi
+	}
+	if b.funcIndex == nil {
+		b.indexDictionary()
+	}
+	n, grown := m.tab.name(si)
+	cache.grew(m.key, grown)
+	key := [3]int32{b.stringIndex(n.name), b.stringIndex(n.raw), b.stringIndex(m.tab.path)}
+	fi, ok := b.funcIndex[key]
+	if !ok {
+		funcs := b.dict.FunctionTable()
+		if funcs.Len() == 0 {
+			funcs.AppendEmpty() // the zero-value function every table starts with
+		}
+		fi = int32(funcs.Len())
+		f := funcs.AppendEmpty()
+		f.SetNameStrindex(key[0])
+		f.SetSystemNameStrindex(key[1])
+		f.SetFilenameStrindex(key[2])
+		b.funcIndex[key] = fi
+	}
+	b.symFuncs[ref] = fi
+	return fi
+}
+
+// indexDictionary indexes the batch's strings and functions, so that a
+// function or string already there is reused rather than added again.
+func (b *batch) indexDictionary() {
+	b.strIndex = make(map[string]int32, b.strs.Len())
+	for i := b.strs.Len() - 1; i >= 0; i-- {
+		b.strIndex[b.strs.At(i)] = int32(i) // the first of duplicates wins
+	}
+	funcs := b.dict.FunctionTable()
+	b.funcIndex = make(map[[3]int32]int32, funcs.Len())
+	for i := funcs.Len() - 1; i >= 1; i-- {
+		f := funcs.At(i)
+		if f.StartLine() != 0 {
+			continue
+		}
+		b.funcIndex[[3]int32{f.NameStrindex(), f.SystemNameStrindex(), f.FilenameStrindex()}] = int32(i)
+	}
+	b.symFuncs = map[symRef]int32{}
+}
+
+func (b *batch) stringIndex(s string) int32 {
+	if i, ok := b.strIndex[s]; ok {
+		return i
+	}
+	if b.strs.Len() == 0 {
+		b.strs.Append("") // the empty string every table starts with
+		b.strIndex[""] = 0
+		if s == "" {
+			return 0
+		}
+	}
+	i := int32(b.strs.Len())
+	b.strs.Append(s)
+	b.strIndex[s] = i
+	return i
+}
