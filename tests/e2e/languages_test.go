@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -305,16 +306,7 @@ func TestLanguageCoverage(t *testing.T) {
 				return false, fmt.Errorf("%s's program ended early (%v); samples at the double so far: %s\n%s", progs[i].name, err, short(), p.Output())
 			}
 		}
-		if time.Since(runStart) < languageRunSeconds*time.Second {
-			return false, nil
-		}
-		got := srv.ServiceSamples()
-		for _, p := range progs {
-			if got[p.service] < p.wantSamples() {
-				return false, nil
-			}
-		}
-		return true, nil
+		return time.Since(runStart) >= languageRunSeconds*time.Second && short() == "", nil
 	})
 	for _, p := range procs {
 		p.Stop(10 * time.Second)
@@ -492,13 +484,15 @@ func rubyWithSymtab(t *testing.T, dir string) string {
 	const name = "libruby-3.1.so.3.1"
 	orig, err := filepath.EvalSymlinks(filepath.Join("/usr/lib/x86_64-linux-gnu", name))
 	require.NoError(t, err, "Debian's libruby (run `make prereqs`)")
-	out, err := exec.Command("readelf", "-sW", "--dyn-syms", orig).CombinedOutput()
-	require.NoError(t, err, "readelf (binutils, installed with gcc by `make prereqs`): %s", out)
+	f, err := elf.Open(orig)
+	require.NoError(t, err)
+	syms, err := f.DynamicSymbols()
+	require.NoError(t, f.Close())
+	require.NoError(t, err, "%s's .dynsym", orig)
 	value := ""
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 8 && f[7] == "ruby_current_ec" && f[3] == "TLS" {
-			value = "0x" + f[1]
+	for _, sym := range syms {
+		if sym.Name == "ruby_current_ec" && elf.ST_TYPE(sym.Info) == elf.STT_TLS {
+			value = fmt.Sprintf("%#x", sym.Value)
 		}
 	}
 	require.NotEmpty(t, value, "no TLS symbol ruby_current_ec in %s's .dynsym", orig)
