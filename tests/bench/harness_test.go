@@ -36,9 +36,14 @@ type params struct {
 	workTime      time.Duration // fixed work calibrated to take about this long
 	settle        time.Duration // after the collector starts, before timing
 	// agent cost
-	agentReps   int // per pipeline
+	agentPairs  int // pairs of concurrent runs
+	agentEach   int // agents of each pipeline running at once in a pair
 	agentWarmup time.Duration
 	agentWindow time.Duration
+	// profile_metrics (section 6): alternating runs
+	pmReps   int // per variant
+	pmWarmup time.Duration
+	pmWindow time.Duration
 	busyProcs   int
 	busyDuty    float64
 	// gateway
@@ -53,7 +58,8 @@ type params struct {
 
 var fullParams = params{
 	overheadPairs: 8, workTime: 2500 * time.Millisecond, settle: 5 * time.Second,
-	agentReps: 3, agentWarmup: 8 * time.Second, agentWindow: 30 * time.Second, busyProcs: 20, busyDuty: 0.04,
+	agentPairs: 5, agentEach: 3, agentWarmup: 60 * time.Second, agentWindow: 150 * time.Second, busyProcs: 20, busyDuty: 0.04,
+	pmReps: 3, pmWarmup: 8 * time.Second, pmWindow: 30 * time.Second,
 	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
 	splitReps:  3,
 	microCount: 5,
@@ -61,7 +67,8 @@ var fullParams = params{
 
 var quickParams = params{
 	overheadPairs: 2, workTime: 500 * time.Millisecond, settle: time.Second,
-	agentReps: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
+	agentPairs: 1, agentEach: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
+	pmReps: 1, pmWarmup: 3 * time.Second, pmWindow: 5 * time.Second,
 	gatewayReps: 1, gatewayWarmup: time.Second, gatewayWindow: 3 * time.Second,
 	splitReps:  1,
 	microCount: 2,
@@ -182,10 +189,11 @@ func writeConfig(t *testing.T, name, yaml string) string {
 	return path
 }
 
-// collectorCPU reads the collector's CPU time, failing the test if it is gone.
+// collectorCPU reads the collector's CPU time (its process CPU clock, to the
+// nanosecond), failing the test if it is gone.
 func collectorCPU(t *testing.T, p *testenv.Process) time.Duration {
 	t.Helper()
-	d, err := ProcCPU(p.Cmd.Process.Pid)
+	d, err := ProcCPUClock(p.Cmd.Process.Pid)
 	if err != nil {
 		t.Fatalf("collector CPU time: %v\n%s", err, p.Output())
 	}

@@ -209,11 +209,14 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 	}
 }
 
-// agentCost measures the agent's CPU time per minute and peak RSS while 20
-// duty-cycled busy processes run, for the shipped and the plain pipeline.
+// agentCost measures the agent's CPU time and peak RSS while 20 duty-cycled
+// busy processes run, for the shipped and the plain pipeline. The two run
+// at the same time (agentEach of each), so that both profile the same
+// host over the same window: what the machine's other work adds to profile,
+// it adds to both. Each pair starts fresh agents (their start order swapped
+// from one pair to the next) and measures after the start-up scan is over.
 func (h *harness) agentCost(t *testing.T, s *Section) {
 	p := h.p
-	snk := startSink(t, 0)
 	for i := range p.busyProcs {
 		env := []string{}
 		if i%2 == 0 {
@@ -221,42 +224,78 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		}
 		testenv.Start(t, env, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
+	type agent struct {
+		ours  bool
+		proc  *testenv.Process
+		sink  *sink
+		cpu0  time.Duration
+		smp0  int64
+		cpu   time.Duration
+		smp   int64
+		peak  int64
+	}
 	var runs Runs
-	order := ABBA(2 * p.agentReps) // true: ours
-	for _, ours := range order {
-		agent := h.startAgent(t, ours, snk)
+	for pair := range p.agentPairs {
+		var agents []*agent
+		for i := range 2 * p.agentEach {
+			// ours plain ours plain ... in even pairs, plain ours ... in odd.
+			a := &agent{ours: (i+pair)%2 == 0, sink: startSink(t, 0)}
+			a.proc = h.startAgent(t, a.ours, a.sink)
+			agents = append(agents, a)
+		}
 		time.Sleep(p.agentWarmup)
-		c0, cpu0, t0 := snk.counters(), collectorCPU(t, agent), time.Now()
+		for _, a := range agents {
+			a.cpu0, a.smp0 = collectorCPU(t, a.proc), a.sink.SamplesAccepted()
+		}
+		t0 := time.Now()
 		time.Sleep(p.agentWindow)
-		c1, cpu1, t1 := snk.counters(), collectorCPU(t, agent), time.Now()
-		peak, _ := collectorMemory(t, agent)
-		agent.Stop(20 * time.Second)
-		mins := t1.Sub(t0).Minutes()
-		runs.Add(ours, map[string]float64{
-			"cpu": (cpu1 - cpu0).Seconds() / mins,
-			"rss": float64(peak),
-			"smp": float64(c1.samples-c0.samples) / mins,
-			// The host's other work changes how much there is to profile:
-			// CPU per sample received puts the two pipelines on one footing.
-			"cpu/ksmp": 1e6 * (cpu1 - cpu0).Seconds() / max(float64(c1.samples-c0.samples), 1),
-		})
+		for _, a := range agents {
+			a.cpu, a.smp = collectorCPU(t, a.proc)-a.cpu0, a.sink.SamplesAccepted()-a.smp0
+		}
+		mins := time.Since(t0).Minutes()
+		for _, a := range agents {
+			a.peak, _ = collectorMemory(t, a.proc)
+			a.proc.Stop(20 * time.Second)
+		}
+		for _, ours := range []bool{true, false} {
+			var cpu time.Duration
+			var smp int64
+			var peaks []float64
+			for _, a := range agents {
+				if a.ours == ours {
+					cpu += a.cpu
+					smp += a.smp
+					peaks = append(peaks, float64(a.peak))
+				}
+			}
+			if smp == 0 {
+				fail(t, s, "pair %d: the %s agents sent no sample in the window", pair+1, pipelineName(ours))
+			}
+			each := float64(p.agentEach)
+			runs.Add(ours, map[string]float64{
+				"cpu": cpu.Seconds() / each / mins,
+				"rss": Median(peaks),
+				"smp": float64(smp) / each / mins,
+				// The host's other work changes how much there is to profile:
+				// CPU per sample received puts the two pipelines on one footing.
+				"cpu/ksmp": 1e6 * cpu.Seconds() / float64(smp),
+			})
+		}
 	}
 	cpuRatio, rssRatio, perSampleRatio := runs.Ratio("cpu"), runs.Ratio("rss"), runs.Ratio("cpu/ksmp")
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The agent profiles this whole host at 19 Hz while %d busy processes run (benchload busy: each busy %s%% of every 100 ms in a call chain of its own depth, half of them with OTEL_SERVICE_NAME set). "+
 			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry). "+
-			"Each run starts a fresh agent, waits %s, then reads the collector's utime+stime (/proc/<pid>/stat) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
-			"Runs alternate ours/plain in pairs (ours plain, plain ours, ...); the ratios are per pair. Both export to the in-process ingest double; samples/min is what the double received in the window. "+
-			"Other processes on the host are profiled too, so the machine's other load changes what there is to profile from run to run; CPU per 1,000 samples received is shown beside the goal's figure for that reason (the goal is judged on CPU s per minute).",
-		p.busyProcs, Num(p.busyDuty*100), p.agentWarmup, p.agentWindow))
-	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "CPU ms per 1,000 samples", "runs (CPU s/min)", "runs (peak RSS MiB)"}}
+			"In each of %d pairs, %d agents of each pipeline run at the same time (started alternately, the order swapped from pair to pair), each exporting to an in-process ingest double of its own, so that both pipelines profile the same host over the same window: every agent profiles the others too, and what the machine's other work adds to profile it adds to both. "+
+			"After %s (the start-up scan of every process on the host costs about three times the steady rate in the first minute), the collector's CPU time is read from its process CPU clock (nanoseconds, threads that ended included) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
+			"A pair's figure for a pipeline is the mean of its %d agents; the ratios are per pair; ± is the largest distance from the median to another pair. "+
+			"Why these counts: one agent's CPU per minute varies by about ±8%% from minute to minute (it sends a batch every 5 s ± 20%%, so a minute holds 10 to 14 of them); averaging %d agents over %s brings a pair's ratio to within a few percent, and %d pairs show how far. "+
+			"CPU per 1,000 samples received is shown beside the goal's figure (the goal is judged on CPU s per minute).",
+		p.busyProcs, Num(p.busyDuty*100), p.agentPairs, p.agentEach, p.agentWarmup, p.agentWindow, p.agentEach, p.agentEach, p.agentWindow, p.agentPairs))
+	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "CPU ms per 1,000 samples", "pairs (CPU s/min)", "pairs (peak RSS MiB)"}}
 	for _, ours := range []bool{true, false} {
-		name := "plain (profiling → otlp_http)"
-		if ours {
-			name = "ours (shipped agent.yaml)"
-		}
-		tab.Rows = append(tab.Rows, []string{name,
+		tab.Rows = append(tab.Rows, []string{pipelineName(ours),
 			WithSpread(Summarize(runs.Of(ours, "cpu")), ""),
 			MiB(Median(runs.Of(ours, "rss"))),
 			Num(Median(runs.Of(ours, "smp"))),
@@ -265,12 +304,19 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			Reps(runs.Of(ours, "rss"), func(x float64) string { return Num(x / (1 << 20)) }),
 		})
 	}
-	tab.Rows = append(tab.Rows, []string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), "", ""})
+	tab.Rows = append(tab.Rows, []string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), Reps(Ratios(runs.Of(true, "cpu"), runs.Of(false, "cpu")), Num), ""})
 	s.Tables = append(s.Tables, tab)
 	s.Goals = append(s.Goals,
-		Goal{Name: "2. agent CPU, ours / plain", Goal: "≤ 1.10×", Measured: Num(cpuRatio.Median) + "×", Holds: cpuRatio.Median <= 1.10,
-			Lever: "compare the two agents' CPU profiles (the collector's pprof extension or `perf record -p`) to see which of service_name, frame_limit, the file_storage queue or the exporter's encoding costs the difference; the file_storage queue is the likeliest (a memory queue trades crash safety for it)"},
-		Goal{Name: "2. agent peak RSS, ours / plain", Goal: "≤ 1.10×", Measured: Num(rssRatio.Median) + "×", Holds: rssRatio.Median <= 1.10,
+		Goal{Name: "2. agent CPU, ours / plain", Goal: "≤ 1.10×", Measured: WithSpread(cpuRatio, "×"), Holds: cpuRatio.Max <= 1.10, Inconclusive: cpuRatio.Median <= 1.10 && cpuRatio.Max > 1.10,
+			Lever: "compare the two agents by ablation (agents without one component each, at the same time, as in this section) or CPU profiles (`perf record -p`); exporter README, \"What the agent's CPU pays for\", has the last figures"},
+		Goal{Name: "2. agent peak RSS, ours / plain", Goal: "≤ 1.10×", Measured: WithSpread(rssRatio, "×"), Holds: rssRatio.Max <= 1.10, Inconclusive: rssRatio.Median <= 1.10 && rssRatio.Max > 1.10,
 			Lever: "compare heap profiles of the two agents; look at the file_storage queue (bbolt mmap) and the exporter's buffers (write_buffer_size 512 KiB)"},
 	)
+}
+
+func pipelineName(ours bool) string {
+	if ours {
+		return "ours (shipped agent.yaml)"
+	}
+	return "plain (profiling → otlp_http)"
 }

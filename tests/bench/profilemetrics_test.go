@@ -44,7 +44,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 		testenv.Start(t, []string{fmt.Sprintf("OTEL_SERVICE_NAME=bench-pm-%d", i)}, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
 	var runs Runs
-	for _, connector := range ABBA(2 * p.agentReps) { // true: with the connector
+	for _, connector := range ABBA(2 * p.pmReps) { // true: with the connector
 		metrics := testenv.FreeAddr(t)
 		host, port, _ := strings.Cut(metrics, ":")
 		env := []string{
@@ -61,9 +61,9 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 			cfg = withMetrics
 		}
 		agent := testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: env})
-		time.Sleep(p.agentWarmup)
+		time.Sleep(p.pmWarmup)
 		c0, cpu0, t0 := snk.counters(), collectorCPU(t, agent), time.Now()
-		time.Sleep(p.agentWindow)
+		time.Sleep(p.pmWindow)
 		c1, cpu1, t1 := snk.counters(), collectorCPU(t, agent), time.Now()
 		agent.Stop(20 * time.Second)
 		mins := t1.Sub(t0).Minutes()
@@ -77,8 +77,8 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 	}
 	cpuRatio, perSample := runs.Ratio("cpu"), runs.Ratio("cpu/ksmp")
 	s.Text = append(s.Text, fmt.Sprintf(
-		"The shipped `agent.yaml` against the same file with its optional metrics pipeline uncommented (a second profiles pipeline profiling → memory_limiter → service_name → profile_metrics, interval 10 s, metrics over OTLP/HTTP to a loopback server), %d busy processes, runs alternating in pairs as in section 2 (%s warm-up, %s window).",
-		p.busyProcs, p.agentWarmup, p.agentWindow))
+		"The shipped `agent.yaml` against the same file with its optional metrics pipeline uncommented (a second profiles pipeline profiling → memory_limiter → service_name → profile_metrics, interval 10 s, metrics over OTLP/HTTP to a loopback server), %d busy processes, runs alternating in pairs (ours, plain, plain, ours, ...) (%s warm-up, %s window).",
+		p.busyProcs, p.pmWarmup, p.pmWindow))
 	tab := Table{Header: []string{"agent", "CPU s per minute", "CPU ms per 1,000 samples", "runs (CPU s/min)"}}
 	for _, connector := range []bool{true, false} {
 		name := "shipped agent.yaml"

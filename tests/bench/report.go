@@ -52,7 +52,11 @@ type Goal struct {
 	Name     string
 	Goal     string
 	Measured string
-	Holds    bool
+	// Holds: the goal holds even at the bound of the measurement's spread.
+	Holds bool
+	// Inconclusive: the median meets the goal but the spread's bound does
+	// not, so the run cannot tell.
+	Inconclusive bool
 	// Lever is the next thing to try when the goal does not hold.
 	Lever string
 }
@@ -146,7 +150,7 @@ func (r *Report) Write(w io.Writer) error {
 			if !g.Holds {
 				lever = g.Lever
 			}
-			t.Rows = append(t.Rows, []string{g.Name, g.Goal, g.Measured, YesNo(g.Holds), lever})
+			t.Rows = append(t.Rows, []string{g.Name, g.Goal, g.Measured, g.Verdict(), lever})
 		}
 		t.write(ew)
 	}
@@ -206,10 +210,13 @@ func (e *errWriter) printf(format string, args ...any) {
 	}
 }
 
-// YesNo renders a goal's state.
-func YesNo(ok bool) string {
-	if ok {
-		return "yes"
+// Verdict renders a goal's state: holds, inconclusive or no.
+func (g Goal) Verdict() string {
+	switch {
+	case g.Holds:
+		return "holds"
+	case g.Inconclusive:
+		return "**inconclusive**"
 	}
 	return "**no**"
 }

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +84,43 @@ func TestProcOfThisProcess(t *testing.T) {
 	assert.GreaterOrEqual(t, peak, cur)
 }
 
+// The process CPU clock counts what getrusage counts for this process, to
+// the nanosecond instead of the tick, and fails for a process that is gone.
+func TestProcCPUClock(t *testing.T) {
+	before, err := ProcCPUClock(os.Getpid())
+	require.NoError(t, err)
+	var ru0, ru1 syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
+	// Burn at least 200 ms of CPU time in this thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	burnStart := threadCPU(t)
+	x := uint64(1)
+	for threadCPU(t)-burnStart < 200*time.Millisecond {
+		for range 100000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru1))
+	after, err := ProcCPUClock(os.Getpid())
+	require.NoError(t, err)
+	clock := after - before
+	rusage := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+	assert.GreaterOrEqual(t, clock, 200*time.Millisecond, "x=%d", x)
+	assert.InDelta(t, rusage.Seconds(), clock.Seconds(), 0.05, "process CPU clock %s, getrusage %s", clock, rusage)
+
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	_, err = ProcCPUClock(cmd.Process.Pid)
+	assert.Error(t, err, "the clock of a process that has been reaped")
+}
+
+func threadCPU(t *testing.T) time.Duration {
+	var ts unix.Timespec
+	require.NoError(t, unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts))
+	return time.Duration(ts.Nano())
+}
+
 const goBenchOutput = `goos: linux
 goarch: amd64
 pkg: example.com/a
@@ -143,6 +185,7 @@ func TestReportMarkdown(t *testing.T) {
 			Goals: []Goal{
 				{Name: "overhead", Goal: "< 1%", Measured: "0.5%", Holds: true, Lever: "unused"},
 				{Name: "rate", Goal: "≥ 1", Measured: "0.5", Holds: false, Lever: "profile it"},
+				{Name: "cpu", Goal: "≤ 1.10×", Measured: "1.08× ± 4%", Inconclusive: true, Lever: "measure longer"},
 			},
 		}, {Title: "2. Broken", Err: "it failed"}},
 	}
@@ -154,7 +197,8 @@ func TestReportMarkdown(t *testing.T) {
 		"2026-12-02 12:00 UTC, 9m30s in the harness, 11m0s for all of `make bench` with its build",
 		"| CPU | Test CPU |",
 		"| cores | 2 |",
-		"| overhead | < 1% | 0.5% | yes | — |",
+		"| overhead | < 1% | 0.5% | holds | — |",
+		"| cpu | ≤ 1.10× | 1.08× ± 4% | **inconclusive** | measure longer |",
 		"| rate | ≥ 1 | 0.5 | **no** | profile it |",
 		"## 1. Overhead\n\nHow it was measured.\n\n| a | b\\|c |\n| --- | --- |\n| 1 | 2 |\n",
 		"## 2. Broken\n\n**Not complete in this run:** it failed",
