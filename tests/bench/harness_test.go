@@ -41,11 +41,11 @@ type params struct {
 	agentWarmup time.Duration
 	agentWindow time.Duration
 	// profile_metrics (section 6): alternating runs
-	pmReps   int // per variant
-	pmWarmup time.Duration
-	pmWindow time.Duration
-	busyProcs   int
-	busyDuty    float64
+	pmReps    int // per variant
+	pmWarmup  time.Duration
+	pmWindow  time.Duration
+	busyProcs int
+	busyDuty  float64
 	// gateway
 	gatewayReps   int // per pipeline
 	gatewayWarmup time.Duration

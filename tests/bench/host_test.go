@@ -225,14 +225,14 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		testenv.Start(t, env, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
 	type agent struct {
-		ours  bool
-		proc  *testenv.Process
-		sink  *sink
-		cpu0  time.Duration
-		smp0  int64
-		cpu   time.Duration
-		smp   int64
-		peak  int64
+		ours bool
+		proc *testenv.Process
+		sink *sink
+		cpu0 time.Duration
+		smp0 int64
+		cpu  time.Duration
+		smp  int64
+		peak int64
 	}
 	var runs Runs
 	for pair := range p.agentPairs {
