@@ -36,16 +36,17 @@ type params struct {
 	workTime      time.Duration // fixed work calibrated to take about this long
 	settle        time.Duration // after the collector starts, before timing
 	// agent cost
-	agentPairs  int // pairs of concurrent runs
-	agentEach   int // agents of each pipeline running at once in a pair
-	agentWarmup time.Duration
-	agentWindow time.Duration
+	agentPairs    int // pairs of concurrent runs
+	agentEach     int // agents of ours and of plain running at once in a pair
+	agentMemQueue int // agents of ours with the queue in memory beside them
+	agentWarmup   time.Duration
+	agentWindow   time.Duration
+	busyProcs     int
+	busyDuty      float64
 	// profile_metrics (section 6): alternating runs
-	pmReps    int // per variant
-	pmWarmup  time.Duration
-	pmWindow  time.Duration
-	busyProcs int
-	busyDuty  float64
+	pmReps   int // per variant
+	pmWarmup time.Duration
+	pmWindow time.Duration
 	// gateway
 	gatewayReps   int // per pipeline
 	gatewayWarmup time.Duration
@@ -58,7 +59,7 @@ type params struct {
 
 var fullParams = params{
 	overheadPairs: 8, workTime: 2500 * time.Millisecond, settle: 5 * time.Second,
-	agentPairs: 5, agentEach: 3, agentWarmup: 60 * time.Second, agentWindow: 150 * time.Second, busyProcs: 20, busyDuty: 0.04,
+	agentPairs: 5, agentEach: 3, agentMemQueue: 2, agentWarmup: 60 * time.Second, agentWindow: 150 * time.Second, busyProcs: 20, busyDuty: 0.04,
 	pmReps: 3, pmWarmup: 8 * time.Second, pmWindow: 30 * time.Second,
 	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
 	splitReps:  3,
@@ -67,7 +68,7 @@ var fullParams = params{
 
 var quickParams = params{
 	overheadPairs: 2, workTime: 500 * time.Millisecond, settle: time.Second,
-	agentPairs: 1, agentEach: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
+	agentPairs: 1, agentEach: 1, agentMemQueue: 1, agentWarmup: 3 * time.Second, agentWindow: 5 * time.Second, busyProcs: 4, busyDuty: 0.04,
 	pmReps: 1, pmWarmup: 3 * time.Second, pmWindow: 5 * time.Second,
 	gatewayReps: 1, gatewayWarmup: time.Second, gatewayWindow: 3 * time.Second,
 	splitReps:  1,

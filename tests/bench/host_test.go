@@ -29,9 +29,18 @@ const workloadService = "bench-workload"
 // otlp_http with the same receiver setting (19 Hz) and the same telemetry.
 func (h *harness) startAgent(t *testing.T, ours bool, sink *sink) *testenv.Process {
 	t.Helper()
+	if ours {
+		return h.startAgentKind(t, agentOurs, sink)
+	}
+	return h.startAgentKind(t, agentPlain, sink)
+}
+
+// startAgentKind starts one of section 2's agents exporting to sink.
+func (h *harness) startAgentKind(t *testing.T, kind int, sink *sink) *testenv.Process {
+	t.Helper()
 	metrics := testenv.FreeAddr(t)
 	host, port, _ := strings.Cut(metrics, ":")
-	if ours {
+	if kind != agentPlain {
 		env := []string{
 			"NEXOVUE_KEY=" + benchKey,
 			"NEXOVUE_ENDPOINT=" + sink.url,
@@ -41,6 +50,9 @@ func (h *harness) startAgent(t *testing.T, ours bool, sink *sink) *testenv.Proce
 			"NEXOVUE_METRICS_PORT=" + port,
 		}
 		cfg := filepath.Join(h.root, "distributions", "otelcol-nexovue", "agent.yaml")
+		if kind == agentMemQueue {
+			cfg = h.memQueueAgent(t)
+		}
 		return testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: env})
 	}
 	cfg := writeConfig(t, "plain-agent.yaml", fmt.Sprintf(`
@@ -209,12 +221,27 @@ func (h *harness) overhead(t *testing.T, s *Section) {
 	}
 }
 
+// The agents section 2 runs side by side.
+const (
+	agentOurs     = iota // the shipped agent.yaml
+	agentPlain           // profiling -> otlp_http
+	agentMemQueue        // agent.yaml with its sending queue in memory
+	agentKinds
+)
+
+var agentNames = [agentKinds]string{
+	"ours (shipped agent.yaml)",
+	"plain (profiling → otlp_http)",
+	"ours with the queue in memory (agent.yaml without `storage: file_storage`)",
+}
+
 // agentCost measures the agent's CPU time and peak RSS while 20 duty-cycled
-// busy processes run, for the shipped and the plain pipeline. The two run
-// at the same time (agentEach of each), so that both profile the same
-// host over the same window: what the machine's other work adds to profile,
-// it adds to both. Each pair starts fresh agents (their start order swapped
-// from one pair to the next) and measures after the start-up scan is over.
+// busy processes run, for the shipped and the plain pipeline, and the
+// shipped one with its queue in memory (what the file_storage queue costs).
+// They run at the same time, so that all profile the same host over the
+// same window: what the machine's other work adds to profile, it adds to
+// all. Each pair starts fresh agents (their start order rotated from one
+// pair to the next) and measures after the start-up scan is over.
 func (h *harness) agentCost(t *testing.T, s *Section) {
 	p := h.p
 	for i := range p.busyProcs {
@@ -224,8 +251,9 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		}
 		testenv.Start(t, env, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
+	count := [agentKinds]int{p.agentEach, p.agentEach, p.agentMemQueue}
 	type agent struct {
-		ours bool
+		kind int
 		proc *testenv.Process
 		sink *sink
 		cpu0 time.Duration
@@ -234,13 +262,19 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		smp  int64
 		peak int64
 	}
-	var runs Runs
+	// Per kind, one value per pair.
+	var cpuMin, rss, smpMin, perK [agentKinds][]float64
 	for pair := range p.agentPairs {
 		var agents []*agent
-		for i := range 2 * p.agentEach {
-			// ours plain ours plain ... in even pairs, plain ours ... in odd.
-			a := &agent{ours: (i+pair)%2 == 0, sink: startSink(t, 0)}
-			a.proc = h.startAgent(t, a.ours, a.sink)
+		started := [agentKinds]int{}
+		for k := pair; len(agents) < count[0]+count[1]+count[2]; k++ {
+			kind := k % agentKinds
+			if started[kind] == count[kind] {
+				continue
+			}
+			started[kind]++
+			a := &agent{kind: kind, sink: startSink(t, 0)}
+			a.proc = h.startAgentKind(t, kind, a.sink)
 			agents = append(agents, a)
 		}
 		time.Sleep(p.agentWarmup)
@@ -257,66 +291,77 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			a.peak, _ = collectorMemory(t, a.proc)
 			a.proc.Stop(20 * time.Second)
 		}
-		for _, ours := range []bool{true, false} {
+		for kind := range agentKinds {
 			var cpu time.Duration
 			var smp int64
 			var peaks []float64
 			for _, a := range agents {
-				if a.ours == ours {
+				if a.kind == kind {
 					cpu += a.cpu
 					smp += a.smp
 					peaks = append(peaks, float64(a.peak))
 				}
 			}
 			if smp == 0 {
-				fail(t, s, "pair %d: the %s agents sent no sample in the window", pair+1, pipelineName(ours))
+				fail(t, s, "pair %d: the agents %s sent no sample in the window", pair+1, agentNames[kind])
 			}
-			each := float64(p.agentEach)
-			runs.Add(ours, map[string]float64{
-				"cpu": cpu.Seconds() / each / mins,
-				"rss": Median(peaks),
-				"smp": float64(smp) / each / mins,
-				// The host's other work changes how much there is to profile:
-				// CPU per sample received puts the two pipelines on one footing.
-				"cpu/ksmp": 1e6 * cpu.Seconds() / float64(smp),
-			})
+			n := float64(count[kind])
+			cpuMin[kind] = append(cpuMin[kind], cpu.Seconds()/n/mins)
+			rss[kind] = append(rss[kind], Median(peaks))
+			smpMin[kind] = append(smpMin[kind], float64(smp)/n/mins)
+			// The host's other work changes how much there is to profile:
+			// CPU per sample received puts the pipelines on one footing.
+			perK[kind] = append(perK[kind], 1e6*cpu.Seconds()/float64(smp))
 		}
 	}
-	cpuRatio, rssRatio, perSampleRatio := runs.Ratio("cpu"), runs.Ratio("rss"), runs.Ratio("cpu/ksmp")
+	ratio := func(x [agentKinds][]float64, a, b int) Summary { return Summarize(Ratios(x[a], x[b])) }
+	cpuRatio, rssRatio, perSampleRatio := ratio(cpuMin, agentOurs, agentPlain), ratio(rss, agentOurs, agentPlain), ratio(perK, agentOurs, agentPlain)
+	queueRatio, queuePerSample := ratio(cpuMin, agentOurs, agentMemQueue), ratio(perK, agentOurs, agentMemQueue)
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The agent profiles this whole host at 19 Hz while %d busy processes run (benchload busy: each busy %s%% of every 100 ms in a call chain of its own depth, half of them with OTEL_SERVICE_NAME set). "+
-			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry). "+
-			"In each of %d pairs, %d agents of each pipeline run at the same time (started alternately, the order swapped from pair to pair), each exporting to an in-process ingest double of its own, so that both pipelines profile the same host over the same window: every agent profiles the others too, and what the machine's other work adds to profile it adds to both. "+
+			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry); **ours with the queue in memory** is agent.yaml without the `storage: file_storage` line, to show the persistent queue's cost on its own. "+
+			"In each of %d pairs, %d agents of ours, %d of plain and %d of ours with the queue in memory run at the same time (started in turn, the order rotated from pair to pair), each exporting to an in-process ingest double of its own, so that all profile the same host over the same window: every agent profiles the others too, and what the machine's other work adds to profile it adds to all. "+
 			"After %s (the start-up scan of every process on the host costs about three times the steady rate in the first minute), the collector's CPU time is read from its process CPU clock (nanoseconds, threads that ended included) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
-			"A pair's figure for a pipeline is the mean of its %d agents; the ratios are per pair; ± is the largest distance from the median to another pair. "+
-			"Why these counts: one agent's CPU per minute varies by about ±8%% from minute to minute (it sends a batch every 5 s ± 20%%, so a minute holds 10 to 14 of them); averaging %d agents over %s brings a pair's ratio to within a few percent, and %d pairs show how far. "+
+			"A pair's figure for a pipeline is the mean of its agents; the ratios are per pair; ± is the largest distance from the median to another pair. "+
+			"Why these counts: one agent's CPU per minute varies by about ±8%% from minute to minute (it sends a batch every 5 s ± 20%%, so a minute holds 10 to 14 of them), and two identical agents side by side differed by 2 to 4%% over 8 minutes; averaging %d agents over %s brings a pair's ratio within a few percent, and %d pairs show how far. "+
 			"CPU per 1,000 samples received is shown beside the goal's figure (the goal is judged on CPU s per minute).",
-		p.busyProcs, Num(p.busyDuty*100), p.agentPairs, p.agentEach, p.agentWarmup, p.agentWindow, p.agentEach, p.agentEach, p.agentWindow, p.agentPairs))
+		p.busyProcs, Num(p.busyDuty*100), p.agentPairs, count[agentOurs], count[agentPlain], count[agentMemQueue], p.agentWarmup, p.agentWindow, p.agentEach, p.agentWindow, p.agentPairs))
 	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "CPU ms per 1,000 samples", "pairs (CPU s/min)", "pairs (peak RSS MiB)"}}
-	for _, ours := range []bool{true, false} {
-		tab.Rows = append(tab.Rows, []string{pipelineName(ours),
-			WithSpread(Summarize(runs.Of(ours, "cpu")), ""),
-			MiB(Median(runs.Of(ours, "rss"))),
-			Num(Median(runs.Of(ours, "smp"))),
-			WithSpread(Summarize(runs.Of(ours, "cpu/ksmp")), ""),
-			Reps(runs.Of(ours, "cpu"), Num),
-			Reps(runs.Of(ours, "rss"), func(x float64) string { return Num(x / (1 << 20)) }),
+	for kind := range agentKinds {
+		tab.Rows = append(tab.Rows, []string{agentNames[kind],
+			WithSpread(Summarize(cpuMin[kind]), ""),
+			MiB(Median(rss[kind])),
+			Num(Median(smpMin[kind])),
+			WithSpread(Summarize(perK[kind]), ""),
+			Reps(cpuMin[kind], Num),
+			Reps(rss[kind], func(x float64) string { return Num(x / (1 << 20)) }),
 		})
 	}
-	tab.Rows = append(tab.Rows, []string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), Reps(Ratios(runs.Of(true, "cpu"), runs.Of(false, "cpu")), Num), ""})
+	tab.Rows = append(tab.Rows,
+		[]string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), Reps(Ratios(cpuMin[agentOurs], cpuMin[agentPlain]), Num), ""},
+		[]string{"ours / ours with the queue in memory (the file_storage queue)", WithSpread(queueRatio, "×"), WithSpread(ratio(rss, agentOurs, agentMemQueue), "×"), "", WithSpread(queuePerSample, "×"), Reps(Ratios(cpuMin[agentOurs], cpuMin[agentMemQueue]), Num), ""},
+	)
 	s.Tables = append(s.Tables, tab)
 	s.Goals = append(s.Goals,
 		Goal{Name: "2. agent CPU, ours / plain", Goal: "≤ 1.10×", Measured: WithSpread(cpuRatio, "×"), Holds: cpuRatio.Max <= 1.10, Inconclusive: cpuRatio.Median <= 1.10 && cpuRatio.Max > 1.10,
-			Lever: "compare the two agents by ablation (agents without one component each, at the same time, as in this section) or CPU profiles (`perf record -p`); exporter README, \"What the agent's CPU pays for\", has the last figures"},
+			Lever: "compare the two agents by ablation (agents without one component each, side by side as in this section) or CPU profiles (`perf record -p`); the exporter's README, \"What the agent's CPU pays for\", has the last figures"},
 		Goal{Name: "2. agent peak RSS, ours / plain", Goal: "≤ 1.10×", Measured: WithSpread(rssRatio, "×"), Holds: rssRatio.Max <= 1.10, Inconclusive: rssRatio.Median <= 1.10 && rssRatio.Max > 1.10,
 			Lever: "compare heap profiles of the two agents; look at the file_storage queue (bbolt mmap) and the exporter's buffers (write_buffer_size 512 KiB)"},
 	)
 }
 
-func pipelineName(ours bool) string {
-	if ours {
-		return "ours (shipped agent.yaml)"
+// memQueueAgent writes agent.yaml with its sending queue in memory: the
+// exporter README's way to trade the queue's crash safety for its cost.
+func (h *harness) memQueueAgent(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.root, "distributions", "otelcol-nexovue", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "plain (profiling → otlp_http)"
+	const storage = "    sending_queue:\n      storage: file_storage\n"
+	if !strings.Contains(string(b), storage) {
+		t.Fatalf("agent.yaml has no %q", storage)
+	}
+	return writeConfig(t, "agent-memory-queue.yaml", strings.Replace(string(b), storage, "", 1))
 }
