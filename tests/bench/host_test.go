@@ -249,7 +249,9 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		if i%2 == 0 {
 			env = append(env, fmt.Sprintf("OTEL_SERVICE_NAME=bench-busy-%d", i))
 		}
-		testenv.Start(t, env, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
+		// benchload ends itself after -for (15 minutes by default), which
+		// this section outlasts; the test's cleanup stops it.
+		testenv.Start(t, env, h.load, "-for", "2h", "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
 	count := [agentKinds]int{p.agentEach, p.agentEach, p.agentMemQueue}
 	type agent struct {
@@ -306,6 +308,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 				fail(t, s, "pair %d: the agents %s sent no sample in the window", pair+1, agentNames[kind])
 			}
 			n := float64(count[kind])
+			t.Logf("pair %d: %s: %d agents, %s CPU, %d samples in %.2f min", pair+1, agentNames[kind], count[kind], cpu, smp, mins)
 			cpuMin[kind] = append(cpuMin[kind], cpu.Seconds()/n/mins)
 			rss[kind] = append(rss[kind], Median(peaks))
 			smpMin[kind] = append(smpMin[kind], float64(smp)/n/mins)

@@ -41,7 +41,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 	}
 	withMetrics := writeConfig(t, "agent-metrics.yaml", strings.Replace(on, "interval: 60s", "interval: 10s", 1))
 	for i := range p.busyProcs {
-		testenv.Start(t, []string{fmt.Sprintf("OTEL_SERVICE_NAME=bench-pm-%d", i)}, h.load, "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
+		testenv.Start(t, []string{fmt.Sprintf("OTEL_SERVICE_NAME=bench-pm-%d", i)}, h.load, "-for", "2h", "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
 	}
 	var runs Runs
 	for _, connector := range ABBA(2 * p.pmReps) { // true: with the connector
