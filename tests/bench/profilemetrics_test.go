@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,7 +30,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	t.Cleanup(otlp.Close)
-	shipped, err := os.ReadFile(filepath.Join(h.root, "distributions", "otelcol-nexovue", "agent.yaml"))
+	shipped, err := os.ReadFile(h.shippedAgent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +55,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 			"NEXOVUE_METRICS_PORT=" + port,
 			"NEXOVUE_METRICS_OTLP_ENDPOINT=" + otlp.URL,
 		}
-		cfg := filepath.Join(h.root, "distributions", "otelcol-nexovue", "agent.yaml")
+		cfg := h.shippedAgent()
 		if connector {
 			cfg = withMetrics
 		}
@@ -77,7 +76,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 	}
 	cpuRatio, perSample := runs.Ratio("cpu"), runs.Ratio("cpu/ksmp")
 	s.Text = append(s.Text, fmt.Sprintf(
-		"The shipped `agent.yaml` against the same file with its optional metrics pipeline uncommented (a second profiles pipeline profiling → memory_limiter → service_name → profile_metrics, interval 10 s, metrics over OTLP/HTTP to a loopback server), %d busy processes, runs alternating in pairs (ours, plain, plain, ours, ...) (%s warm-up, %s window).",
+		"The shipped `agent.yaml` against the same file with its optional metrics pipeline uncommented (a second profiles pipeline profiling → memory_limiter → service_name → profile_metrics, interval 10 s, metrics over OTLP/HTTP to a loopback server), %d busy processes, runs alternating in pairs (with, without, without, with, ...; %s warm-up, %s window).",
 		p.busyProcs, p.pmWarmup, p.pmWindow))
 	tab := Table{Header: []string{"agent", "CPU s per minute", "CPU ms per 1,000 samples", "runs (CPU s/min)"}}
 	for _, connector := range []bool{true, false} {

@@ -52,7 +52,8 @@ type Goal struct {
 	Name     string
 	Goal     string
 	Measured string
-	// Holds: the goal holds even at the bound of the measurement's spread.
+	// Holds: the goal holds (for a goal made by AtMost, even at the bound
+	// of the measurement's spread).
 	Holds bool
 	// Inconclusive: the median meets the goal but the spread's bound does
 	// not, so the run cannot tell.
@@ -207,6 +208,18 @@ type errWriter struct {
 func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// AtMost is the goal "ratio ≤ bound×" on a measurement with a spread: it
+// holds when the largest repetition meets the bound, and is inconclusive
+// when only the median does.
+func AtMost(name string, bound float64, ratio Summary, lever string) Goal {
+	return Goal{
+		Name: name, Goal: "≤ " + Num(bound) + "×", Measured: WithSpread(ratio, "×"),
+		Holds:        ratio.Max <= bound,
+		Inconclusive: ratio.Median <= bound && ratio.Max > bound,
+		Lever:        lever,
 	}
 }
 

@@ -173,6 +173,24 @@ func TestNum(t *testing.T) {
 	assert.Equal(t, "1.00, 2.50", Reps([]float64{1, 2.5}, Num))
 }
 
+// AtMost holds only at the bound of the spread, is inconclusive when only
+// the median meets the bound, and fails when the median does not.
+func TestAtMost(t *testing.T) {
+	for _, c := range []struct {
+		xs                  []float64
+		holds, inconclusive bool
+	}{
+		{[]float64{1.02, 1.04, 1.05}, true, false},
+		{[]float64{1.02, 1.04, 1.12}, false, true},
+		{[]float64{1.08, 1.12, 1.15}, false, false},
+	} {
+		g := AtMost("cpu", 1.10, Summarize(c.xs), "lever")
+		assert.Equal(t, c.holds, g.Holds, "%v", c.xs)
+		assert.Equal(t, c.inconclusive, g.Inconclusive, "%v", c.xs)
+		assert.Equal(t, "≤ 1.10×", g.Goal)
+	}
+}
+
 func TestReportMarkdown(t *testing.T) {
 	r := &Report{
 		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Duration: 9*time.Minute + 30*time.Second, MakeDuration: 11 * time.Minute,
