@@ -41,8 +41,8 @@ func (h *harness) shippedAgent() string {
 }
 
 // startOurs starts the agent configuration cfg (agent.yaml or a variant of
-// it) with the environment agent.yaml reads, exporting to sink.
-func (h *harness) startOurs(t *testing.T, cfg string, sink *sink) *testenv.Process {
+// it) with the environment agent.yaml reads, and extra, exporting to sink.
+func (h *harness) startOurs(t *testing.T, cfg string, sink *sink, extra ...string) *testenv.Process {
 	t.Helper()
 	host, port, _ := strings.Cut(testenv.FreeAddr(t), ":")
 	env := []string{
@@ -53,7 +53,7 @@ func (h *harness) startOurs(t *testing.T, cfg string, sink *sink) *testenv.Proce
 		"NEXOVUE_METRICS_HOST=" + host,
 		"NEXOVUE_METRICS_PORT=" + port,
 	}
-	return testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: env})
+	return testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: append(env, extra...)})
 }
 
 // startPlain starts the plain upstream pipeline exporting to sink.

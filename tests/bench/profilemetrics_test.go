@@ -44,22 +44,11 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 	}
 	var runs Runs
 	for _, connector := range ABBA(2 * p.pmReps) { // true: with the connector
-		metrics := testenv.FreeAddr(t)
-		host, port, _ := strings.Cut(metrics, ":")
-		env := []string{
-			"NEXOVUE_KEY=" + benchKey,
-			"NEXOVUE_ENDPOINT=" + snk.url,
-			"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
-			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
-			"NEXOVUE_METRICS_HOST=" + host,
-			"NEXOVUE_METRICS_PORT=" + port,
-			"NEXOVUE_METRICS_OTLP_ENDPOINT=" + otlp.URL,
-		}
 		cfg := h.shippedAgent()
 		if connector {
 			cfg = withMetrics
 		}
-		agent := testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: env})
+		agent := h.startOurs(t, cfg, snk, "NEXOVUE_METRICS_OTLP_ENDPOINT="+otlp.URL)
 		time.Sleep(p.pmWarmup)
 		c0, cpu0, t0 := snk.counters(), collectorCPU(t, agent), time.Now()
 		time.Sleep(p.pmWindow)
