@@ -12,5 +12,5 @@ BENCH_MAKE_START := $(shell date +%s)
 
 .PHONY: bench
 bench: build
-	$(GO) test -tags bench -run '^TestBench$$' -count=1 -timeout 30m -v ./tests/bench \
+	$(GO) test -tags bench -run '^TestBench$$' -count=1 -timeout 60m -v ./tests/bench \
 		-args -bench.run -bench.out=$(BENCH_OUT) -bench.make-start=$(BENCH_MAKE_START) $(BENCH_ARGS)

@@ -18,7 +18,7 @@ import (
 // The harness's files carry the build tag `bench`: `go test ./...` leaves
 // them out (make test vets them with -tags bench), and make bench runs:
 //
-//	go test -tags bench -run '^TestBench$' -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md
+//	go test -tags bench -run '^TestBench$' -timeout 60m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md
 var (
 	flagRun   = flag.Bool("bench.run", false, "run the benchmarks (several minutes) and write the report")
 	flagOut   = flag.String("bench.out", "", "write the report here (default: BENCHMARKS.md at the repository root)")
@@ -59,7 +59,7 @@ type params struct {
 
 var fullParams = params{
 	overheadPairs: 8, workTime: 2500 * time.Millisecond, settle: 5 * time.Second,
-	agentPairs: 5, agentEach: 3, agentMemQueue: 2, agentWarmup: 60 * time.Second, agentWindow: 150 * time.Second, busyProcs: 20, busyDuty: 0.04,
+	agentPairs: 5, agentEach: 3, agentMemQueue: 2, agentWarmup: 60 * time.Second, agentWindow: 300 * time.Second, busyProcs: 20, busyDuty: 0.04,
 	pmReps: 3, pmWarmup: 8 * time.Second, pmWindow: 30 * time.Second,
 	gatewayReps: 3, gatewayWarmup: 3 * time.Second, gatewayWindow: 15 * time.Second,
 	splitReps:  3,
@@ -162,7 +162,7 @@ func (h *harness) commands() []string {
 	if *flagOnly != "" {
 		args = append(args, "-bench.only="+*flagOnly)
 	}
-	run := "go test -tags bench -run '^TestBench$' -count=1 -timeout 30m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md"
+	run := "go test -tags bench -run '^TestBench$' -count=1 -timeout 60m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md"
 	if len(args) > 0 {
 		run += " " + strings.Join(args, " ")
 	}
