@@ -2,7 +2,11 @@
 # Included by the top Makefile, which defines build and GO. It writes
 # BENCHMARKS.md at the repository root (BENCH_OUT); BENCH_ARGS passes harness
 # flags, e.g. BENCH_ARGS=-bench.quick (a tiny run whose figures mean nothing)
-# or BENCH_ARGS=-bench.only=gateway,split. The harness's files carry the
+# or BENCH_ARGS=-bench.only=gateway,split. An ablation runs a variant of
+# agent.yaml in its place in section 2, e.g.
+#   make bench BENCH_OUT=/tmp/ablation.md BENCH_ARGS='-bench.only=agent
+#   -bench.agent-pairs=3 -bench.ours=/tmp/agent-without-processors.yaml'
+# The harness's files carry the
 # build tag `bench`, so `make test` compiles and vets them (go vet -tags bench)
 # without running them.
 BENCH_OUT ?= $(CURDIR)/BENCHMARKS.md

@@ -24,6 +24,10 @@ var (
 	flagOut   = flag.String("bench.out", "", "write the report here (default: BENCHMARKS.md at the repository root)")
 	flagQuick = flag.Bool("bench.quick", false, "tiny durations and counts, to try the harness (figures meaningless)")
 	flagOnly  = flag.String("bench.only", "", "comma-separated sections to run (overhead,agent,gateway,split,micro); default all")
+	// For ablations: section 2 runs a variant of agent.yaml in its place,
+	// side by side with plain and the queue in memory as usual.
+	flagOurs       = flag.String("bench.ours", "", "section 2: run this collector configuration (a path relative to the repository, or absolute) in place of the shipped agent.yaml: a variant, to measure one component's cost")
+	flagAgentPairs = flag.Int("bench.agent-pairs", 0, "section 2: pairs to run (0: the default, 5)")
 	// bench.mk passes when make started, so that the report can say how
 	// long `make bench` took with its build.
 	flagMakeStart = flag.Int64("bench.make-start", 0, "unix time `make bench` started (0: unknown)")
@@ -89,6 +93,9 @@ func TestBench(t *testing.T) {
 	h := &harness{p: fullParams, root: testenv.RepoRoot(t)}
 	if *flagQuick {
 		h.p = quickParams
+	}
+	if *flagAgentPairs > 0 {
+		h.p.agentPairs = *flagAgentPairs
 	}
 	testenv.Binary(t) // fail early without a build
 	h.load = testenv.BuildGo(t, "testdata/benchload", "benchload")
@@ -161,6 +168,12 @@ func (h *harness) commands() []string {
 	}
 	if *flagOnly != "" {
 		args = append(args, "-bench.only="+*flagOnly)
+	}
+	if *flagOurs != "" {
+		args = append(args, "-bench.ours="+*flagOurs)
+	}
+	if *flagAgentPairs > 0 {
+		args = append(args, fmt.Sprintf("-bench.agent-pairs=%d", *flagAgentPairs))
 	}
 	run := "go test -tags bench -run '^TestBench$' -count=1 -timeout 60m -v ./tests/bench -args -bench.run -bench.out=BENCHMARKS.md"
 	if len(args) > 0 {

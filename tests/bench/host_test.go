@@ -262,6 +262,19 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 	total := count[agentOurs] + count[agentPlain] + count[agentMemQueue]
 	// The configurations of the agents other than plain, written once.
 	configs := [agentKinds]string{agentOurs: h.shippedAgent(), agentMemQueue: h.memQueueAgent(t)}
+	names := agentNames
+	if *flagOurs != "" {
+		cfg := *flagOurs
+		if !filepath.IsAbs(cfg) { // relative to the repository, where make runs
+			cfg = filepath.Join(h.root, cfg)
+		}
+		if _, err := os.Stat(cfg); err != nil {
+			t.Fatalf("-bench.ours: %v", err)
+		}
+		configs[agentOurs] = cfg
+		names[agentOurs] = fmt.Sprintf("ours (%s, in place of agent.yaml)", filepath.Base(cfg))
+		s.Text = append(s.Text, fmt.Sprintf("**In this run, ours is %s (-bench.ours), not the shipped agent.yaml:** the figures below compare that variant, and the goals judge it.", cfg))
+	}
 	type agent struct {
 		kind int
 		proc *testenv.Process
@@ -317,10 +330,10 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 				}
 			}
 			if smp == 0 {
-				fail(t, s, "pair %d: the agents %s sent no sample in the window", pair+1, agentNames[kind])
+				fail(t, s, "pair %d: the agents %s sent no sample in the window", pair+1, names[kind])
 			}
 			n := float64(count[kind])
-			t.Logf("pair %d: %s: %d agents, %s CPU, %d samples in %.2f min", pair+1, agentNames[kind], count[kind], cpu, smp, mins)
+			t.Logf("pair %d: %s: %d agents, %s CPU, %d samples in %.2f min", pair+1, names[kind], count[kind], cpu, smp, mins)
 			cpuMin[kind] = append(cpuMin[kind], cpu.Seconds()/n/mins)
 			rss[kind] = append(rss[kind], Median(peaks))
 			smpMin[kind] = append(smpMin[kind], float64(smp)/n/mins)
@@ -346,7 +359,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		p.busyProcs, Num(p.busyDuty*100), p.agentPairs, count[agentOurs], count[agentPlain], count[agentMemQueue], p.agentWarmup, p.agentWindow, p.agentPairs, p.agentEach, p.agentWindow))
 	tab := Table{Header: []string{"pipeline", "CPU s per minute", "peak RSS", "samples/min received", "CPU ms per 1,000 samples", "pairs (CPU s/min)", "pairs (peak RSS MiB)"}}
 	for kind := range agentKinds {
-		tab.Rows = append(tab.Rows, []string{agentNames[kind],
+		tab.Rows = append(tab.Rows, []string{names[kind],
 			WithSpread(Summarize(cpuMin[kind]), ""),
 			MiB(Median(rss[kind])),
 			Num(Median(smpMin[kind])),
@@ -355,9 +368,13 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			Reps(rss[kind], func(x float64) string { return Num(x / (1 << 20)) }),
 		})
 	}
+	queueRow := "ours / ours with the queue in memory (the file_storage queue)"
+	if *flagOurs != "" {
+		queueRow = "ours / ours with the queue in memory"
+	}
 	tab.Rows = append(tab.Rows,
 		[]string{"**ours / plain**", "**" + WithSpread(cpuRatio, "×") + "**", "**" + WithSpread(rssRatio, "×") + "**", "", WithSpread(perSampleRatio, "×"), Reps(Ratios(cpuMin[agentOurs], cpuMin[agentPlain]), Num), ""},
-		[]string{"ours / ours with the queue in memory (the file_storage queue)", WithSpread(queueRatio, "×"), WithSpread(ratio(rss, agentOurs, agentMemQueue), "×"), "", WithSpread(queuePerSample, "×"), Reps(Ratios(cpuMin[agentOurs], cpuMin[agentMemQueue]), Num), ""},
+		[]string{queueRow, WithSpread(queueRatio, "×"), WithSpread(ratio(rss, agentOurs, agentMemQueue), "×"), "", WithSpread(queuePerSample, "×"), Reps(Ratios(cpuMin[agentOurs], cpuMin[agentMemQueue]), Num), ""},
 	)
 	s.Tables = append(s.Tables, tab)
 	s.Goals = append(s.Goals,
