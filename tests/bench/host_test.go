@@ -56,34 +56,18 @@ func (h *harness) startOurs(t *testing.T, cfg string, sink *sink, extra ...strin
 	return testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true, Env: append(env, extra...)})
 }
 
-// startPlain starts the plain upstream pipeline exporting to sink.
+// startPlain starts the plain upstream pipeline (testdata/plain-agent.yaml)
+// exporting to sink.
 func (h *harness) startPlain(t *testing.T, sink *sink) *testenv.Process {
 	t.Helper()
 	host, port, _ := strings.Cut(testenv.FreeAddr(t), ":")
-	cfg := writeConfig(t, "plain-agent.yaml", fmt.Sprintf(`
-receivers:
-  profiling:
-    samples_per_second: 19
-exporters:
-  otlp_http:
-    endpoint: %s
-    headers:
-      x-nexovue-key: %s
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: %s
-                port: %s
-  pipelines:
-    profiles:
-      receivers: [profiling]
-      exporters: [otlp_http]
-`, sink.url, benchKey, host, port))
-	return testenv.StartCollector(t, cfg, testenv.CollectorOptions{EBPF: true})
+	env := []string{
+		"BENCH_PLAIN_ENDPOINT=" + sink.url,
+		"BENCH_PLAIN_KEY=" + benchKey,
+		"BENCH_PLAIN_METRICS_HOST=" + host,
+		"BENCH_PLAIN_METRICS_PORT=" + port,
+	}
+	return testenv.StartCollector(t, filepath.Join(h.root, "tests", "bench", "testdata", "plain-agent.yaml"), testenv.CollectorOptions{EBPF: true, Env: env})
 }
 
 // workload is the benchload program in "work" mode: it runs a fixed number
