@@ -18,3 +18,18 @@ BENCH_MAKE_START := $(shell date +%s)
 bench: build
 	$(GO) test -tags bench -run '^TestBench$$' -count=1 -timeout 60m -v ./tests/bench \
 		-args -bench.run -bench.out=$(BENCH_OUT) -bench.make-start=$(BENCH_MAKE_START) $(BENCH_ARGS)
+
+# make bench-profile: CPU profiles (perf) of two shipped agents and one plain
+# agent side by side, and where their CPU goes, in BENCH_PROFILE_OUT
+# (tests/bench/profile-agents.sh; about 14 minutes with the default windows:
+# BENCH_PROFILE_STAT_SECONDS of perf stat, then BENCH_PROFILE_SECONDS of perf
+# record).
+# It rebuilds the binary with its symbols, which perf needs.
+BENCH_PROFILE_OUT ?= $(BUILD_DIR)/bench-profile
+BENCH_PROFILE_SECONDS ?= 600
+BENCH_PROFILE_STAT_SECONDS ?= 120
+
+.PHONY: bench-profile
+bench-profile:
+	$(MAKE) build LDFLAGS=
+	tests/bench/profile-agents.sh $(BINARY) $(BENCH_PROFILE_OUT) $(BENCH_PROFILE_SECONDS) $(BENCH_PROFILE_STAT_SECONDS)
