@@ -100,7 +100,7 @@ func TestBench(t *testing.T) {
 	testenv.Binary(t) // fail early without a build
 	h.load = testenv.BuildGo(t, "testdata/benchload", "benchload")
 
-	rep := &Report{Started: time.Now(), Machine: ThisMachine(), LoadBefore: LoadAvg()}
+	rep := &Report{Started: time.Now(), Machine: ThisMachine(), LoadBefore: LoadAvg(), WakeBefore: WakeupCost(wakeupProbe)}
 	sections := []struct {
 		name, title string
 		run         func(*testing.T, *Section)
@@ -144,6 +144,7 @@ func TestBench(t *testing.T) {
 		rep.MakeDuration = time.Since(time.Unix(*flagMakeStart, 0))
 	}
 	rep.LoadAfter = LoadAvg()
+	rep.WakeAfter = WakeupCost(wakeupProbe)
 	rep.Commands = h.commands()
 
 	out := *flagOut

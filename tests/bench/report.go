@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -25,6 +26,8 @@ type Report struct {
 	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end:
 	// the machine may be shared.
 	LoadBefore, LoadAfter string
+	// WakeBefore and WakeAfter are WakeupCost at the start and the end.
+	WakeBefore, WakeAfter Wakeups
 	Commands              []string
 	Sections              []*Section
 }
@@ -110,6 +113,60 @@ func memTotalGiB(meminfo string) float64 {
 	return 0
 }
 
+// Wakeups is what one probe of WakeupCost measured.
+type Wakeups struct {
+	N   int           // wake-ups
+	CPU time.Duration // CPU time of the process over them
+}
+
+// PerWakeup is the CPU time per wake-up (0 without one).
+func (w Wakeups) PerWakeup() time.Duration {
+	if w.N == 0 {
+		return 0
+	}
+	return w.CPU / time.Duration(w.N)
+}
+
+func (w Wakeups) String() string {
+	if w.N == 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%s µs", Num(float64(w.PerWakeup().Nanoseconds())/1e3))
+}
+
+// wakeupPeriod is the probe's sleep, in the range of the agents' own
+// timers (the eBPF profiler polls its perf buffers every 100 ms each, its
+// trace ring every few ms).
+const wakeupPeriod = 5 * time.Millisecond
+
+// wakeupProbe is how long the harness probes WakeupCost, at its start and
+// at its end.
+const wakeupProbe = 3 * time.Second
+
+// WakeupCost sleeps wakeupPeriod over and over for d and returns the CPU
+// time the process spent per wake-up (getrusage). An idle agent's CPU is
+// mostly such wake-ups (about 160 a second, tens of µs each): what the host
+// charges for one (on a VM, the timer and scheduling exits) scales every
+// figure of section 2, and has been seen to change tenfold over one VM's
+// life. Call it while the process does nothing else.
+func WakeupCost(d time.Duration) Wakeups {
+	c0, t0 := processCPU(), time.Now()
+	n := 0
+	for time.Since(t0) < d {
+		time.Sleep(wakeupPeriod)
+		n++
+	}
+	return Wakeups{N: n, CPU: processCPU() - c0}
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // LoadAvg returns the first three fields of /proc/loadavg.
 func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -136,8 +193,10 @@ func (r *Report) Write(w io.Writer) error {
 	p("Run %s, %s (load average %s at the start, %s at the end; the machine may have been shared with other work).\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), took, r.LoadBefore, r.LoadAfter)
 	m := r.Machine
-	p("| machine | |\n| --- | --- |\n| CPU | %s |\n| cores | %d |\n| memory | %.1f GiB |\n| kernel | %s |\n| OS | %s |\n| Go | %s |\n\n",
+	p("| machine | |\n| --- | --- |\n| CPU | %s |\n| cores | %d |\n| memory | %.1f GiB |\n| kernel | %s |\n| OS | %s |\n| Go | %s |\n",
 		m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.OS, m.Go)
+	p("| CPU per timer wake-up of an idle Go process (time.Sleep(%s) for %s; start / end of the run) | %s / %s |\n\n",
+		wakeupPeriod, wakeupProbe, r.WakeBefore, r.WakeAfter)
 
 	var goals []Goal
 	for _, s := range r.Sections {

@@ -196,6 +196,7 @@ func TestReportMarkdown(t *testing.T) {
 		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Duration: 9*time.Minute + 30*time.Second, MakeDuration: 11 * time.Minute,
 		Machine:    Machine{CPU: "Test CPU", Cores: 2, MemoryGiB: 24, Kernel: "6.1", Go: "go1.26", OS: "linux/amd64"},
 		LoadBefore: "1.00 1.00 1.00", LoadAfter: "2.00 2.00 2.00",
+		WakeBefore: Wakeups{N: 2, CPU: 30 * time.Microsecond}, WakeAfter: Wakeups{N: 4, CPU: 400 * time.Microsecond},
 		Commands: []string{"make bench"},
 		Sections: []*Section{{
 			Title: "1. Overhead", Text: []string{"How it was measured."},
@@ -215,6 +216,7 @@ func TestReportMarkdown(t *testing.T) {
 		"2026-12-02 12:00 UTC, 9m30s in the harness, 11m0s for all of `make bench` with its build",
 		"| CPU | Test CPU |",
 		"| cores | 2 |",
+		"| CPU per timer wake-up of an idle Go process (time.Sleep(5ms) for 3s; start / end of the run) | 15.0 µs / 100 µs |",
 		"| overhead | < 1% | 0.5% | holds | — |",
 		"| cpu | ≤ 1.10× | 1.08× ± 4% | **inconclusive** | measure longer |",
 		"| rate | ≥ 1 | 0.5 | **no** | profile it |",
@@ -233,6 +235,17 @@ func TestThisMachine(t *testing.T) {
 	assert.NotEmpty(t, m.Go)
 	assert.Equal(t, "Intel X", cpuModel("processor\t: 0\nmodel name\t: Intel X\n"))
 	assert.InDelta(t, 2.0, memTotalGiB("MemTotal:       2097152 kB\n"), 1e-9)
+}
+
+func TestWakeupCost(t *testing.T) {
+	w := WakeupCost(200 * time.Millisecond)
+	// At most one wake-up per period, at least one in all.
+	assert.Positive(t, w.N)
+	assert.LessOrEqual(t, w.N, int(200*time.Millisecond/wakeupPeriod)+1)
+	assert.Positive(t, w.CPU, "the process used no CPU time over %d wake-ups", w.N)
+	assert.Equal(t, "not measured", Wakeups{}.String())
+	assert.Equal(t, 100*time.Microsecond, Wakeups{N: 4, CPU: 400 * time.Microsecond}.PerWakeup())
+	assert.Equal(t, "100 µs", Wakeups{N: 4, CPU: 400 * time.Microsecond}.String())
 }
 
 func TestRuns(t *testing.T) {
