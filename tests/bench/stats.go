@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // Median returns the median of xs (the mean of the two middle values for an
@@ -85,18 +87,11 @@ func ABBA(n int) []bool {
 	return out
 }
 
-// userHZ is the unit of utime and stime in /proc/<pid>/stat (USER_HZ, 100
-// on every Linux architecture Go supports).
-const userHZ = 100
-
 // ProcCPU returns the CPU time (user + system) that process pid has used,
 // from /proc/<pid>/stat.
 func ProcCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
+	st, err := testenv.ReadProcStat(pid)
+	return st.CPU, err
 }
 
 // ProcCPUClock returns the CPU time process pid has used, from its process
@@ -113,30 +108,6 @@ func ProcCPUClock(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("bench: CPU clock of process %d: %w", pid, err)
 	}
 	return time.Duration(ts.Nano()), nil
-}
-
-// parseStatCPU reads utime and stime (fields 14 and 15) of a
-// /proc/<pid>/stat line. The command name (field 2) is in parentheses and
-// may contain spaces and parentheses, so fields are counted after the last ')'.
-func parseStatCPU(b []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("bench: malformed /proc stat line")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): utime is field 14 -> f[11], stime f[12].
-	if len(f) < 13 {
-		return 0, errors.New("bench: short /proc stat line")
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: /proc stat time %q: %w", s, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // ProcMemory returns the peak resident set size (VmHWM) and the current one

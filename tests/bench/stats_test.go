@@ -52,18 +52,6 @@ func TestABBA(t *testing.T) {
 	}
 }
 
-func TestParseStatCPU(t *testing.T) {
-	// The command name may hold spaces and parentheses.
-	line := "4242 (otel col (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 300 1000 200 18446744073709551615\n"
-	d, err := parseStatCPU([]byte(line))
-	require.NoError(t, err)
-	assert.Equal(t, 3250*time.Millisecond, d)
-	_, err = parseStatCPU([]byte("4242 (x) S 1 2"))
-	assert.Error(t, err)
-	_, err = parseStatCPU([]byte("no parenthesis"))
-	assert.Error(t, err)
-}
-
 func TestParseStatusMemory(t *testing.T) {
 	status := "Name:\totelcol\nVmPeak:\t  999 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t12\n"
 	peak, cur, err := parseStatusMemory([]byte(status))

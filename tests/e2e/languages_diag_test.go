@@ -8,12 +8,12 @@ import (
 	"os"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
@@ -23,50 +23,23 @@ const agentSamplesPerSecond = 19
 
 // procUsage is what /proc says of a program's process.
 type procUsage struct {
-	read  time.Time     // when it was read (zero: never)
-	cpu   time.Duration // utime+stime
-	state string        // R, S, Z, …
-	comm  string
-	exe   string // the /proc/<pid>/exe link
+	read time.Time // when it was read (zero: never)
+	testenv.ProcStat
+	exe string // the /proc/<pid>/exe link
 }
-
-// userHZ is the unit of the times in /proc/<pid>/stat (USER_HZ, 100 on
-// every Linux architecture this runs on).
-const userHZ = 100
 
 // readProcUsage reads /proc/<pid>/stat and exe; false when the process is
 // gone.
 func readProcUsage(pid int) (procUsage, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := testenv.ReadProcStat(pid)
 	if err != nil {
-		return procUsage{}, false
-	}
-	s := string(b)
-	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || closing < open {
-		return procUsage{}, false
-	}
-	// After "pid (comm) ": state is field 3, utime 14 and stime 15.
-	f := strings.Fields(s[closing+1:])
-	if len(f) < 13 {
-		return procUsage{}, false
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
 		return procUsage{}, false
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		exe = "unreadable (" + err.Error() + ")"
 	}
-	return procUsage{
-		read:  time.Now(),
-		cpu:   time.Duration(utime+stime) * time.Second / userHZ,
-		state: f[0],
-		comm:  s[open+1 : closing],
-		exe:   exe,
-	}, true
+	return procUsage{read: time.Now(), ProcStat: st, exe: exe}, true
 }
 
 // shortProgram is a runtime whose service is short of samples at the double.
@@ -95,9 +68,9 @@ func languageDiagnosis(short []shortProgram, atDouble map[string]int64, sinkPath
 			b.WriteString(", /proc/<pid>/stat never read")
 		} else {
 			fmt.Fprintf(&b, " (%s, exe %s, state %s) used %s of CPU in its first %s: the profiler should have taken about %d samples of it (%d a second of CPU)",
-				p.usage.comm, p.usage.exe, p.usage.state, p.usage.cpu.Round(10*time.Millisecond),
+				p.usage.Comm, p.usage.exe, p.usage.State, p.usage.CPU.Round(10*time.Millisecond),
 				p.usage.read.Sub(p.started).Round(time.Second),
-				int64(p.usage.cpu.Seconds()*agentSamplesPerSecond), agentSamplesPerSecond)
+				int64(p.usage.CPU.Seconds()*agentSamplesPerSecond), agentSamplesPerSecond)
 		}
 		switch {
 		case sinkErr != nil:
@@ -187,19 +160,9 @@ func readSinkCounts(path string) (sinkCounts, error) {
 
 // serviceCounts returns every service with its samples, most first.
 func serviceCounts(m map[string]int64) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if m[names[i]] != m[names[j]] {
-			return m[names[i]] > m[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%q=%d", n, m[n])
+	var parts []string
+	for _, c := range ingest.TopCounts(m, 0) {
+		parts = append(parts, fmt.Sprintf("%q=%d", c.Function, c.Samples))
 	}
 	if len(parts) == 0 {
 		return "none"

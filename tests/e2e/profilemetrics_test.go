@@ -178,19 +178,12 @@ func TestProfileMetricsWithEBPF(t *testing.T) {
 	t.Logf("e2e filter: processes kept=%d samples dropped=%d (all of %s's)", keptProcesses, droppedSamples, dropExe)
 }
 
-// cpuSeconds is utime+stime of pid from /proc/<pid>/stat (USER_HZ = 100).
+// cpuSeconds is utime+stime of pid from /proc/<pid>/stat.
 func cpuSeconds(t *testing.T, pid int) float64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := testenv.ReadProcStat(pid)
 	require.NoError(t, err)
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields[0] is field 3 (state): utime is field 14, stime field 15.
-	utime, err := strconv.ParseInt(fields[11], 10, 64)
-	require.NoError(t, err)
-	stime, err := strconv.ParseInt(fields[12], 10, 64)
-	require.NoError(t, err)
-	return float64(utime+stime) / 100
+	return st.CPU.Seconds()
 }
 
 type profileMetricsOut struct {
