@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,11 +23,27 @@ func TestParseProcStat(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// This process's stat agrees with getrusage, read just before and after,
+// to two clock ticks (stat counts utime and stime in whole ticks each),
+// after it has used some CPU.
 func TestReadProcStatOfThisProcess(t *testing.T) {
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	before := rusageCPU(t)
 	st, err := ReadProcStat(os.Getpid())
 	require.NoError(t, err)
-	assert.Equal(t, "R", st.State, "this process reads its own stat while running")
-	assert.GreaterOrEqual(t, st.CPU, time.Duration(0))
+	after := rusageCPU(t)
+	const ticks = 2 * 10 * time.Millisecond
+	assert.GreaterOrEqual(t, st.CPU, before-ticks, "stat's CPU against getrusage before")
+	assert.LessOrEqual(t, st.CPU, after+ticks, "stat's CPU against getrusage after")
+	exe := filepath.Base(os.Args[0])
+	assert.Equal(t, exe[:min(len(exe), 15)], st.Comm, "the kernel's comm is the executable's name, cut at 15 bytes")
 	_, err = ReadProcStat(-1)
 	assert.Error(t, err)
+}
+
+func rusageCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
