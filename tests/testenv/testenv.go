@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -316,32 +314,6 @@ func readJSONLines(path, signal string, each func([]byte) error) error {
 		}
 	}
 	return nil
-}
-
-// FreeAddr returns a loopback address (127.0.0.1:port) whose port was free a
-// moment ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free loopback port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// FreePort is FreeAddr's port.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(FreeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // The shipped agent and gateway configs carry an optional metrics pipeline
