@@ -113,7 +113,10 @@ func reservePort(lo, hi int, intN func(int) int) (int, func(), error) {
 }
 
 // lockPort takes the port's lock file; it fails at once if another test
-// holds it, in this process or another.
+// holds it, in this process or another. Releasing removes the file, so the
+// folder holds only the ports in use; a lock taken on a file that was removed
+// meanwhile (its holder released it between our open and our flock) does not
+// count, since a third test may have made and locked a new file by then.
 func lockPort(port int) (func(), error) {
 	path := filepath.Join(portLockDir, strconv.Itoa(port))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
@@ -127,7 +130,16 @@ func lockPort(port int) (func(), error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return func() { f.Close() }, nil // closing drops the lock
+	held, err1 := f.Stat()
+	named, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(held, named) {
+		f.Close()
+		return nil, fmt.Errorf("port %d: its lock file changed hands while locking", port)
+	}
+	return func() {
+		os.Remove(path) // while still locked: nobody can hold this file's lock now
+		f.Close()
+	}, nil
 }
 
 // canListen checks the port is bound by nothing: a listener on any address

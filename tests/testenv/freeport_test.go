@@ -1,9 +1,16 @@
 package testenv
 
 import (
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,7 +53,7 @@ func TestReservePortSkipsLockedAndBoundPorts(t *testing.T) {
 	require.NoError(t, err)
 
 	// The same port from another process: the lock is per host, not per process.
-	out, err := exec.Command("flock", "-n", portLockDir+"/"+strconv.Itoa(held), "true").CombinedOutput()
+	out, err := exec.Command("flock", "-n", filepath.Join(portLockDir, strconv.Itoa(held)), "true").CombinedOutput()
 	require.Error(t, err, "flock took port %d's lock while this test held it: %s", held, out)
 
 	tries := []int{held - lo, held - lo + 1}
@@ -67,6 +74,52 @@ func TestReservePortSkipsLockedAndBoundPorts(t *testing.T) {
 	require.Equal(t, held+2, p, "a port bound on 127.0.0.1 was handed out")
 	release3()
 
-	out, err = exec.Command("flock", "-n", portLockDir+"/"+strconv.Itoa(held), "true").CombinedOutput()
+	_, err = os.Stat(filepath.Join(portLockDir, strconv.Itoa(held)))
+	require.ErrorIs(t, err, fs.ErrNotExist, "port %d's lock file left after release", held)
+	out, err = exec.Command("flock", "-n", filepath.Join(portLockDir, strconv.Itoa(held)), "true").CombinedOutput()
 	require.NoError(t, err, "port %d's lock still held after release: %s", held, out)
+	require.NoError(t, os.Remove(filepath.Join(portLockDir, strconv.Itoa(held))))
+}
+
+// Reservers racing over a handful of ports (each with a lock file of its
+// own, as separate processes have) never hold the same port at once, also
+// while released lock files are removed and made anew.
+func TestReservePortRaceHoldsEachPortOnce(t *testing.T) {
+	lo, _, err := testPortRange()
+	require.NoError(t, err)
+	const ports, reservers, rounds = 12, 8, 300
+	var mu sync.Mutex
+	holder := map[int]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, reservers)
+	for r := range reservers {
+		wg.Go(func() {
+			for range rounds {
+				p, release, err := reservePort(lo, lo+ports, rand.IntN)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				if other, ok := holder[p]; ok {
+					mu.Unlock()
+					errs <- fmt.Errorf("port %d held by reservers %d and %d at once", p, other, r)
+					release()
+					return
+				}
+				holder[p] = r
+				mu.Unlock()
+				runtime.Gosched()
+				mu.Lock()
+				delete(holder, p)
+				mu.Unlock()
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
