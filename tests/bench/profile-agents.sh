@@ -46,34 +46,38 @@ for i in $(seq 1 20); do
 	pids+=($!)
 done
 
-# Loopback ports: an ingest double, health_check and metrics per agent.
-base=$((20000 + RANDOM % 20000))
+# Loopback ports: an ingest double, health_check and metrics per agent,
+# below the kernel's ephemeral range (32768 up) like the tests' ports.
+base=$((10000 + RANDOM % 20000))
 port() { echo $((base + $1)); }
 start_ingest() { # $1: index
 	"$work/ingest" -listen "127.0.0.1:$(port "$1")" -print-top 0 >"$out/ingest-$1.log" 2>&1 &
 	pids+=($!)
 }
 agents=(ours-1 ours-2 plain)
-declare -A agent_pid
+declare -A agent_pid metrics_port
 for n in 0 1 2; do
 	start_ingest "$n"
+done
+for n in 0 1 2; do
+	metrics_port[${agents[$n]}]=$(port $((20 + n)))
 done
 for n in 0 1; do
 	mkdir -p "$work/storage-$n"
 	NEXOVUE_KEY=bench NEXOVUE_ENDPOINT="http://127.0.0.1:$(port $n)" NEXOVUE_STORAGE_DIR="$work/storage-$n" \
-		NEXOVUE_HEALTH_ENDPOINT="127.0.0.1:$(port $((10 + n)))" NEXOVUE_METRICS_HOST=127.0.0.1 NEXOVUE_METRICS_PORT="$(port $((20 + n)))" \
+		NEXOVUE_HEALTH_ENDPOINT="127.0.0.1:$(port $((10 + n)))" NEXOVUE_METRICS_HOST=127.0.0.1 NEXOVUE_METRICS_PORT="${metrics_port[${agents[$n]}]}" \
 		"$bin" --config "$root/distributions/otelcol-nexovue/agent.yaml" --feature-gates=service.profilesSupport >"$out/${agents[$n]}.log" 2>&1 &
 	agent_pid[${agents[$n]}]=$!
 	pids+=($!)
 done
-BENCH_PLAIN_ENDPOINT="http://127.0.0.1:$(port 2)" BENCH_PLAIN_KEY=bench BENCH_PLAIN_METRICS_HOST=127.0.0.1 BENCH_PLAIN_METRICS_PORT="$(port 22)" \
+BENCH_PLAIN_ENDPOINT="http://127.0.0.1:$(port 2)" BENCH_PLAIN_KEY=bench BENCH_PLAIN_METRICS_HOST=127.0.0.1 BENCH_PLAIN_METRICS_PORT="${metrics_port[plain]}" \
 	"$bin" --config "$root/tests/bench/testdata/plain-agent.yaml" --feature-gates=service.profilesSupport >"$out/plain.log" 2>&1 &
 agent_pid[plain]=$!
 pids+=($!)
 
 # Each agent answers on its metrics port once its pipelines run.
 for a in "${agents[@]}"; do
-	case $a in ours-1) p=$(port 20) ;; ours-2) p=$(port 21) ;; plain) p=$(port 22) ;; esac
+	p=${metrics_port[$a]}
 	for _ in $(seq 1 60); do
 		curl -sf "http://127.0.0.1:$p/metrics" >/dev/null && break
 		kill -0 "${agent_pid[$a]}" 2>/dev/null || { echo "profile-agents: $a exited; see $out/$a.log" >&2; exit 1; }
