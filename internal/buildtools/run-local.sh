@@ -2,16 +2,21 @@
 # `make run`: profile this host with the eBPF receiver and the shipped agent
 # pipeline (distributions/otelcol-nexovue/agent.yaml).
 #   NEXOVUE_KEY set:   profiles go to nexovue (or NEXOVUE_ENDPOINT).
-#   NEXOVUE_KEY unset: profiles go to a local ingest on 127.0.0.1:4319 (the
-#                      project's nexovue ingest double) that prints the busiest
-#                      services and their hottest functions every 10 seconds.
-# Stop with Ctrl-C.
+#   NEXOVUE_KEY unset: profiles go to a local ingest on NEXOVUE_LOCAL_INGEST
+#                      (127.0.0.1:4319; the project's nexovue ingest double)
+#                      that prints the busiest services and their hottest
+#                      functions every 10 seconds.
+# NEXOVUE_RUN_DIR (_build/run) holds the queue and the logs; the agent's own
+# ports are NEXOVUE_HEALTH_ENDPOINT (127.0.0.1:13133) and NEXOVUE_METRICS_PORT
+# (8888, on NEXOVUE_METRICS_HOST 127.0.0.1); OTELCOL_NEXOVUE_BIN is the binary
+# (_build/otelcol-nexovue). Stop with Ctrl-C.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/_build
-bin=$build/otelcol-nexovue
+bin=${OTELCOL_NEXOVUE_BIN:-$build/otelcol-nexovue}
 config=$root/distributions/otelcol-nexovue/agent.yaml
-rundir=$build/run
+rundir=${NEXOVUE_RUN_DIR:-$build/run}
+ingest_addr=${NEXOVUE_LOCAL_INGEST:-127.0.0.1:4319}
 mkdir -p "$rundir"
 
 say() { printf '\n== %s\n' "$*" >&2; }
@@ -29,9 +34,19 @@ export NEXOVUE_STORAGE_DIR=${NEXOVUE_STORAGE_DIR:-$rundir/file_storage}
 export NEXOVUE_HEALTH_ENDPOINT=${NEXOVUE_HEALTH_ENDPOINT:-127.0.0.1:13133}
 export NEXOVUE_METRICS_HOST=${NEXOVUE_METRICS_HOST:-127.0.0.1}
 
+# Stopping: the collector first (its last requests reach the ingest), then
+# the ingest (it prints what it accepted), then whatever is left.
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+cleanup() {
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
 
 log=$rundir/collector.log
 if [ -n "${NEXOVUE_KEY:-}" ]; then
@@ -39,11 +54,29 @@ if [ -n "${NEXOVUE_KEY:-}" ]; then
 	log=/dev/stderr
 else
 	(cd "$root" && go build -o "$build/nexovue-ingest" ./tests/ingest/cmd/nexovue-ingest)
-	export NEXOVUE_ENDPOINT=http://127.0.0.1:4319
+	export NEXOVUE_ENDPOINT=http://$ingest_addr
 	export NEXOVUE_KEY=local-preview
-	"$build/nexovue-ingest" -listen 127.0.0.1:4319 -print-top 10s &
-	pids+=($!)
-	say "NEXOVUE_KEY is not set, so profiles go to a local ingest on 127.0.0.1:4319 that prints
+	# The ingest's output goes through a file so that this script can tell it
+	# listens before the collector starts sending to that address.
+	ingest_out=$rundir/ingest.out
+	: >"$ingest_out"
+	"$build/nexovue-ingest" -listen "$ingest_addr" -print-top 10s >"$ingest_out" 2>&1 &
+	ingest=$!
+	pids+=($ingest)
+	listening() { grep -q '^nexovue-ingest: listening on' "$ingest_out"; }
+	for _ in $(seq 1 100); do # at most 10 s
+		listening || ! kill -0 "$ingest" 2>/dev/null && break
+		sleep 0.1
+	done
+	if ! listening; then
+		cat "$ingest_out" >&2
+		say "The local ingest could not start on $ingest_addr (above), so the collector was not started.
+   If another program holds that port, use another:  NEXOVUE_LOCAL_INGEST=127.0.0.1:4329 make run"
+		exit 1
+	fi
+	# Not in pids: it ends by itself once the ingest has printed its last line.
+	tail -n +1 -f --pid="$ingest" "$ingest_out" &
+	say "NEXOVUE_KEY is not set, so profiles go to a local ingest on $ingest_addr that prints
    this host's busiest services and their hottest functions every 10 seconds.
    To send them to nexovue instead:  NEXOVUE_KEY=<your ingest key> make run
    Collector log: $log"
@@ -60,4 +93,8 @@ status=0
 wait "$collector" || status=$?
 say "The collector exited with status $status; its log: $log"
 tail -n 20 "$log" >&2 || true
+if [ "$log" != /dev/stderr ] && tail -n 20 "$log" | grep -q 'address already in use'; then
+	say "A port the collector listens on is taken (above). Choose others with
+   NEXOVUE_HEALTH_ENDPOINT (now $NEXOVUE_HEALTH_ENDPOINT) and NEXOVUE_METRICS_PORT (now ${NEXOVUE_METRICS_PORT:-8888})."
+fi
 exit "$status"
