@@ -1,5 +1,6 @@
 // Package smoke checks the built binary: the docs' configuration, the feature
-// gate message, and real eBPF profiles of a process this test starts.
+// gate message, real eBPF profiles of a process this test starts, and `make
+// run`'s script (runlocal_test.go).
 package smoke
 
 import (
