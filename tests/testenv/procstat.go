@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -52,4 +53,14 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 		ticks += v
 	}
 	return ProcStat{Comm: string(b[open+1 : closing]), State: f[0], CPU: time.Duration(ticks) * time.Second / userHZ}, nil
+}
+
+// OwnCPU returns the CPU time (user + system) this process has used, from
+// getrusage: finer than /proc's ticks.
+func OwnCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

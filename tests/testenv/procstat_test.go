@@ -3,7 +3,6 @@ package testenv
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestReadProcStatOfThisProcess(t *testing.T) {
 }
 
 func rusageCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, err := OwnCPU()
+	require.NoError(t, err)
+	return d
 }
