@@ -302,14 +302,24 @@ func TestLanguageCoverage(t *testing.T) {
 			}
 		}
 	}
+	// shortOf returns the indexes of the runtimes with fewer samples in got
+	// than they need.
+	shortOf := func(got map[string]int64) []int {
+		var idx []int
+		for i, p := range progs {
+			if got[p.service] < p.wantSamples() {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}
 	// short lists the runtimes that have not sent enough samples yet.
 	short := func() string {
 		got := srv.ServiceSamples()
 		var b strings.Builder
-		for _, p := range progs {
-			if got[p.service] < p.wantSamples() {
-				fmt.Fprintf(&b, "%s=%d (want %d) ", p.name, got[p.service], p.wantSamples())
-			}
+		for _, i := range shortOf(got) {
+			p := progs[i]
+			fmt.Fprintf(&b, "%s=%d (want %d) ", p.name, got[p.service], p.wantSamples())
 		}
 		return strings.TrimSpace(b.String())
 	}
@@ -318,15 +328,14 @@ func TestLanguageCoverage(t *testing.T) {
 	diagnose := func() string {
 		var shortProgs []shortProgram
 		got := srv.ServiceSamples()
-		for i, p := range progs {
-			if got[p.service] < p.wantSamples() {
-				var fns []string
-				for _, f := range srv.TopInclusiveFunctions(p.service, 10) {
-					fns = append(fns, fmt.Sprintf("%s=%d", f.Function, f.Samples))
-				}
-				shortProgs = append(shortProgs, shortProgram{name: p.name, service: p.service, pid: procs[i].Cmd.Process.Pid,
-					usage: usage[i], started: started[p.service], functions: fns})
+		for _, i := range shortOf(got) {
+			p := progs[i]
+			var fns []string
+			for _, f := range srv.TopInclusiveFunctions(p.service, 10) {
+				fns = append(fns, fmt.Sprintf("%s=%d", f.Function, f.Samples))
 			}
+			shortProgs = append(shortProgs, shortProgram{name: p.name, service: p.service, pid: procs[i].Cmd.Process.Pid,
+				usage: usage[i], started: started[p.service], functions: fns})
 		}
 		return languageDiagnosis(shortProgs, got, sinkPath, collector)
 	}
