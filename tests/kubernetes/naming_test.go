@@ -180,25 +180,32 @@ func TestKubernetesNaming(t *testing.T) {
 		// business (niced, beside the other system tests on 2 cores): wait up
 		// to a minute for that.
 		const bound = 10 * time.Second
+		overdue := func(o observation) error {
+			if after := o.at.Sub(late.named); after > bound && o.attrs["k8s.pod.name"] == "" {
+				return fmt.Errorf("a profile of the late pod's process reached the double %s after its status named its container, still without k8s attributes (bound %s): %v",
+					after.Round(10*time.Millisecond), bound, o.attrs)
+			}
+			return nil
+		}
 		var first observation
 		testenv.WaitFor(t, time.Minute, "an enriched profile of the late pod after its status named its container", func() (bool, error) {
 			for _, o := range run.rec.of(pid) {
-				switch {
-				case o.at.Before(late.named):
-				case o.attrs["k8s.pod.name"] != "":
+				if o.at.Before(late.named) {
+					continue
+				}
+				if o.attrs["k8s.pod.name"] != "" {
 					first = o
 					return true, nil
-				case o.at.Sub(late.named) > bound:
-					return false, fmt.Errorf("a profile of the late pod's process reached the double %s after its status named its container, still without k8s attributes (bound %s): %v",
-						o.at.Sub(late.named).Round(10*time.Millisecond), bound, o.attrs)
+				}
+				if err := overdue(o); err != nil {
+					return false, err
 				}
 			}
 			return false, nil
 		})
 		for _, o := range run.rec.of(pid) {
-			if o.at.Sub(late.named) > bound && o.attrs["k8s.pod.name"] == "" {
-				t.Errorf("a profile of the late pod's process reached the double %s after its status named its container without k8s attributes: %v",
-					o.at.Sub(late.named).Round(10*time.Millisecond), o.attrs)
+			if err := overdue(o); err != nil {
+				t.Error(err)
 			}
 		}
 		checkPodResource(t, expect{late, "app", "late", "shop", "k8s.deployment.name", "late"}, node, first)
