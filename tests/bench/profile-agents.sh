@@ -58,8 +58,6 @@ agents=(ours-1 ours-2 plain)
 declare -A agent_pid metrics_port
 for n in 0 1 2; do
 	start_ingest "$n"
-done
-for n in 0 1 2; do
 	metrics_port[${agents[$n]}]=$(port $((20 + n)))
 done
 for n in 0 1; do
