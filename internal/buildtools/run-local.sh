@@ -48,10 +48,13 @@ trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 
+# The collector's log always goes to a file, so that its last lines can be
+# read back when it exits; with a key it is also shown as it is written.
 log=$rundir/collector.log
+show_log=
 if [ -n "${NEXOVUE_KEY:-}" ]; then
-	say "Sending this host's profiles to ${NEXOVUE_ENDPOINT:-https://ingest.nexovue.com} with your NEXOVUE_KEY. Collector log: below."
-	log=/dev/stderr
+	say "Sending this host's profiles to ${NEXOVUE_ENDPOINT:-https://ingest.nexovue.com} with your NEXOVUE_KEY. Collector log: below, and in $log."
+	show_log=1
 else
 	(cd "$root" && go build -o "$build/nexovue-ingest" ./tests/ingest/cmd/nexovue-ingest)
 	export NEXOVUE_ENDPOINT=http://$ingest_addr
@@ -86,14 +89,24 @@ fi
 # profiling receiver itself copes on Linux 5.11+ and logs one line saying so
 # (receiver/profilingreceiver/internal/memlock); on older kernels it stops and
 # says which capability to grant.
+logged=$(stat -c %s "$log" 2>/dev/null || echo 0) # what earlier runs appended
 "$bin" --config "$config" --feature-gates=service.profilesSupport >>"$log" 2>&1 &
 collector=$!
 pids+=($collector)
+if [ -n "$show_log" ]; then
+	# Not in pids, like the ingest's: it ends once the collector has.
+	tail -c "+$((logged + 1))" -f --pid="$collector" "$log" >&2 &
+	shown=$!
+fi
 status=0
 wait "$collector" || status=$?
+last=$(tail -n 20 "$log")
+if [ -n "$show_log" ]; then
+	wait "$shown" || true # until its last lines are on screen
+fi
 say "The collector exited with status $status; its log: $log"
-tail -n 20 "$log" >&2 || true
-if [ "$log" != /dev/stderr ] && tail -n 20 "$log" | grep -q 'address already in use'; then
+[ -n "$show_log" ] || printf '%s\n' "$last" >&2
+if grep -q 'address already in use' <<<"$last"; then
 	say "A port the collector listens on is taken (above). Choose others with
    NEXOVUE_HEALTH_ENDPOINT (now $NEXOVUE_HEALTH_ENDPOINT) and NEXOVUE_METRICS_PORT (now ${NEXOVUE_METRICS_PORT:-8888})."
 fi
