@@ -1,6 +1,7 @@
 package smoke
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
@@ -91,4 +93,47 @@ func TestRunLocalIngestPortTaken(t *testing.T) {
 	require.Contains(t, out, "NEXOVUE_LOCAL_INGEST=")
 	_, err = os.Stat(filepath.Join(runDir, "collector.log"))
 	require.True(t, errors.Is(err, os.ErrNotExist), "the collector started: %v", err)
+}
+
+// TestRunLocalWithKeyOnATerminal: with a key, the collector's log is shown
+// as it is written. When the collector stops at start (its health_check
+// port is taken), the script ends at once with its status and names the
+// setting to change, also when its output is a terminal: it used to read
+// the log back from /dev/stderr, which on a terminal waits for the keyboard.
+// `script` gives it a terminal, with an input that stays open.
+func TestRunLocalWithKeyOnATerminal(t *testing.T) {
+	const key = "nxv-run-local-key"
+	scriptPath := filepath.Join(testenv.RepoRoot(t), "internal", "buildtools", "run-local.sh")
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})
+	health := testenv.FreeAddr(t)
+	ln, err := net.Listen("tcp", health)
+	require.NoError(t, err)
+	defer ln.Close()
+
+	env, runDir := runLocalEnv(t, testenv.FreeAddr(t))
+	env = append(env, "NEXOVUE_KEY="+key, "NEXOVUE_ENDPOINT="+srv.URL(), "NEXOVUE_HEALTH_ENDPOINT="+health)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "script", "-qec", scriptPath, "/dev/null")
+	cmd.Env = append(os.Environ(), env...) // the last of a duplicate name wins
+	stdin, keepOpen, err := os.Pipe()
+	require.NoError(t, err)
+	defer keepOpen.Close()
+	defer stdin.Close()
+	cmd.Stdin = stdin
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "run-local.sh still running a minute after the collector could not start:\n%s", out)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "run-local.sh:\n%s", out)
+	require.Equal(t, 1, exit.ExitCode(), "the collector's status:\n%s", out)
+	for _, want := range []string{
+		"Collector log: below, and in " + filepath.Join(runDir, "collector.log"),
+		"Starting otelcol-nexovue...", // the log, shown as it is written
+		"failed to bind to address " + health,
+		"The collector exited with status 1",
+		"NEXOVUE_HEALTH_ENDPOINT (now " + health + ")",
+	} {
+		require.Contains(t, string(out), want)
+	}
+	require.NotContains(t, string(out), key, "the key reached the output")
 }
