@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,18 +24,24 @@ import (
 // FeatureGate is the flag every profiles pipeline needs.
 const FeatureGate = "--feature-gates=service.profilesSupport"
 
-// RepoRoot returns the checkout's top folder (the one with builder-config.yaml).
+// RepoRoot returns the checkout's top folder (the one with builder-config.yaml):
+// the nearest above the test's working folder, which go test sets to the
+// package's source folder. (Not runtime.Caller: `make test` builds with
+// -trimpath, which leaves no file system path in the binary.)
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("testenv: cannot locate the source tree")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
 	}
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	if _, err := os.Stat(filepath.Join(root, "builder-config.yaml")); err != nil {
-		t.Fatalf("testenv: %s is not the repository root: %v", root, err)
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "builder-config.yaml")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatalf("testenv: no builder-config.yaml in %s or a folder above it: run the tests from the repository", wd)
+		}
 	}
-	return root
 }
 
 // Binary returns the collector under test: $OTELCOL_NEXOVUE_BIN, else
