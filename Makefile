@@ -1,12 +1,17 @@
 # otelcol-nexovue: build, test and package the distribution.
 #   make build        the collector for this machine: _build/otelcol-nexovue
 #   make crossbuild   linux/arm64, darwin/amd64, darwin/arm64, windows/amd64 into _build/<os>-<arch>/
-#   make test         every test (unit, fuzz seeds, cross-builds, smoke and end-to-end with the built binary)
+#   make test         every test (unit, fuzz seeds, the other platforms' type-check and the Windows
+#                     build under Wine, smoke and end-to-end with the built binary), each step timed
 #   make run          profile this host (see README)
 SHELL := /bin/bash
 GO ?= go
 REAL_GO := $(shell command -v $(GO))
-export GOFLAGS := -buildvcs=false
+# -trimpath for every go command (build, vet, test, list, and the go builds
+# tests run): the compiled packages are cached under keys that include it, so
+# the collector's build, go vet and go test share one compilation of the
+# dependency tree instead of compiling it once with and once without it.
+export GOFLAGS := -buildvcs=false -trimpath
 export CGO_ENABLED := 0
 
 BUILD_DIR := $(CURDIR)/_build
@@ -14,6 +19,7 @@ BINARY := $(BUILD_DIR)/otelcol-nexovue
 TOOLS_DIR := $(CURDIR)/.tools
 MDATAGEN := $(TOOLS_DIR)/mdatagen
 OCB := $(TOOLS_DIR)/ocb
+TYPECHECK := $(TOOLS_DIR)/typecheck
 CROSS_TARGETS := linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 # Tools installed into .tools (ocb, mdatagen, kustomize where kubectl is absent).
 export PATH := $(TOOLS_DIR):$(PATH)
@@ -24,13 +30,16 @@ all: build
 
 # ---- tools, pinned in internal/tools/go.mod ----
 .PHONY: tools
-tools: $(MDATAGEN) $(OCB)
+tools: $(MDATAGEN) $(OCB) $(TYPECHECK)
 
 $(MDATAGEN): internal/tools/go.mod internal/tools/go.sum
 	cd internal/tools && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
 
 $(OCB): internal/tools/go.mod internal/tools/go.sum
 	cd internal/tools && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/builder
+
+$(TYPECHECK): internal/tools/go.mod internal/tools/go.sum internal/tools/typecheck/main.go
+	cd internal/tools && $(GO) build -o $@ ./typecheck
 
 # generate re-runs mdatagen for every component's metadata.yaml.
 .PHONY: generate
@@ -42,14 +51,20 @@ generate: $(MDATAGEN)
 # ocb writes the sources and go.mod of the distribution into _build; the go
 # wrapper in internal/buildtools/ocbgo explains why ocb's module steps go
 # through it. Then the binary is compiled here, static (CGO off).
+# SOURCES_READY=1 skips it (make test runs ocb once, then builds and checks
+# from its output).
 .PHONY: sources
-sources: $(OCB)
+sources: $(if $(SOURCES_READY),,$(OCB))
+ifeq ($(SOURCES_READY),)
 	PATH="$(CURDIR)/internal/buildtools/ocbgo:$$PATH" REAL_GO="$(REAL_GO)" \
 		$(OCB) --config builder-config.yaml --skip-compilation
+else
+	@test -f $(BUILD_DIR)/components.go || { echo "$(BUILD_DIR) holds no ocb sources: run make sources" >&2; exit 1; }
+endif
 
 .PHONY: build
 build: sources
-	cd $(BUILD_DIR) && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINARY) .
+	cd $(BUILD_DIR) && $(GO) build -ldflags "$(LDFLAGS)" -o $(BINARY) .
 	@$(BINARY) --version
 
 .PHONY: crossbuild
@@ -57,7 +72,7 @@ crossbuild: sources
 	@set -e; for t in $(CROSS_TARGETS); do \
 		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		echo "building $$os/$$arch"; \
-		(cd $(BUILD_DIR) && GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+		(cd $(BUILD_DIR) && GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" \
 			-o $(BUILD_DIR)/$$os-$$arch/otelcol-nexovue$$ext .); \
 	done
 
@@ -81,19 +96,71 @@ KUBE_APISERVER := $(BUILD_DIR)/kube/kube-apiserver
 .PHONY: kube-apiserver
 kube-apiserver: $(KUBE_APISERVER)
 $(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
-	cd internal/tools/kube && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd internal/tools/kube && $(GO) build -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
-# Every test: unit, fuzz seeds, the cross-builds, and the smoke, end-to-end,
-# distribution and container tests that drive the built binary.
-# The tests of the built binary run verbosely: each prints a line of figures.
+# Every test: unit, fuzz seeds, the other platforms' type-check, the Windows
+# binary under Wine, and the smoke, end-to-end, distribution and container
+# tests that drive the built binary. Each step prints
+# "== make test: <step> took Ns".
+#
+# What the four cross-builds proved, for less: the collector ships to
+# linux/arm64, darwin/amd64, darwin/arm64 and windows/amd64. For the first
+# three, `typecheck` (internal/tools/typecheck) type-checks the distribution
+# ocb generated, every package it imports (ours included) and our component
+# packages from source for that platform, function bodies included, with
+# go/types: what the compiler would reject (a file missing for the platform,
+# an undefined name, a type mismatch) fails it, in seconds, where a
+# cross-build compiles the whole dependency tree again for its platform (5 to
+# 6 minutes each on a cold cache, nothing shared between platforms). go vet
+# would not be cheaper: it compiles the dependencies of what it checks.
+# windows/amd64 is really built (the only full cross-build here), because
+# TestWindowsValidateUnderWine runs that binary's `validate` on the docs'
+# pprof.yaml. Linking for the other platforms, and the archives, are
+# `make crossbuild` and `make dist` (whose TestDistArchives checks them).
+#
+# The machine's packages (apt) and kube-apiserver (make prereqs) are
+# prepared in the background while the collector compiles; the test steps
+# wait for them. The tests of the built binary run verbosely: each prints a
+# line of figures; the manifest tests (Wine, kustomize, each configuration's
+# `validate`) run with them, so they overlap the end-to-end tests, which
+# spend most of their time waiting for profiles. go test runs as many
+# packages at once as there are CPUs (its default -p): the packages that
+# share the machine keep out of each other's way themselves (ports through
+# testenv.FreePort's lock files; each collector's eBPF profiler and the
+# programs it looks for are its own test's).
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
-SYSTEM_TESTS := ./tests/smoke/ ./tests/e2e/ ./tests/container/ ./tests/kubernetes/
+SYSTEM_TESTS := ./tests/e2e/ ./tests/kubernetes/ ./tests/manifests/ ./tests/smoke/ ./tests/container/
+TYPECHECK_TARGETS := linux/arm64 darwin/amd64 darwin/arm64
+OUR_PACKAGES := ./receiver/... ./processor/... ./exporter/... ./connector/... ./converter/... ./internal/...
+TEST_LOG_DIR := $(BUILD_DIR)/test
+# $(call timed,<step>,<command>): runs the command, then prints how long it took.
+timed = s=$$(date +%s); $(2); rc=$$?; echo "== make test: $(1) took $$(( $$(date +%s) - s ))s"; [ $$rc = 0 ]
+
 .PHONY: test
-test: prereqs build crossbuild
-	$(GO) vet ./...
-	$(GO) vet -tags bench ./tests/bench/
-	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes)
-	$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)
+test:
+	@mkdir -p $(TEST_LOG_DIR); start=$$(date +%s); \
+	echo "== make test: prereqs (machine packages, kube-apiserver) run in the background, log in $(TEST_LOG_DIR)/prereqs.log"; \
+	( $(call timed,prereqs,$(MAKE) --no-print-directory prereqs) ) >$(TEST_LOG_DIR)/prereqs.log 2>&1 & prereqs=$$!; \
+	fail() { wait $$prereqs; exit 1; }; \
+	{ $(call timed,sources (ocb),$(MAKE) --no-print-directory sources); } || fail; \
+	{ $(call timed,build,$(MAKE) --no-print-directory build SOURCES_READY=1); } || fail; \
+	{ $(call timed,typecheck $(TYPECHECK_TARGETS),$(MAKE) --no-print-directory typecheck SOURCES_READY=1); } || fail; \
+	{ $(call timed,build windows/amd64,$(MAKE) --no-print-directory crossbuild CROSS_TARGETS=windows/amd64 SOURCES_READY=1); } || fail; \
+	{ $(call timed,vet,$(GO) vet ./... && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
+	{ $(call timed,wait for prereqs,wait $$prereqs); } || { cat $(TEST_LOG_DIR)/prereqs.log; echo "make test: make prereqs failed (its log is above)" >&2; exit 1; }; \
+	cat $(TEST_LOG_DIR)/prereqs.log; \
+	{ $(call timed,unit tests,$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes -e /tests/manifests)); } || exit 1; \
+	{ $(call timed,system tests,$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)); } || exit 1; \
+	echo "== make test: all took $$(( $$(date +%s) - start ))s"
+
+# typecheck: the distribution and our packages type-check for each of
+# TYPECHECK_TARGETS (see above).
+.PHONY: typecheck
+typecheck: sources $(TYPECHECK)
+	@set -e; for t in $(TYPECHECK_TARGETS); do \
+		GOOS=$${t%/*} GOARCH=$${t#*/} $(TYPECHECK) -C $(BUILD_DIR) . \
+			$(patsubst ./%,github.com/nexovue/otelcol-nexovue/%,$(OUR_PACKAGES)); \
+	done
 
 .PHONY: clean
 clean:

@@ -3,7 +3,7 @@
 #   make image       the container image $(IMAGE):$(IMAGE_TAG) (after make build)
 #   make image-only  the same from the binary already in _build, without rebuilding it
 #   make dist        archives for darwin/amd64, darwin/arm64 and windows/amd64 in _build/dist
-#                    (after make crossbuild)
+#                    (after make crossbuild), then TestDistArchives checks them
 #   make dist-only   the same from the cross-built binaries already in _build
 # Every variable can be overridden on the command line.
 
@@ -53,8 +53,12 @@ DIST_TARGETS ?= darwin/amd64 darwin/arm64 windows/amd64
 DIST_OUT ?= $(BUILD_DIR)/dist
 
 .PHONY: dist dist-only
+# TestDistArchives (tests/manifests/dist_test.go, build tag dist) packs the
+# cross-built binaries again in a folder of its own and checks every archive;
+# `make test` builds no darwin binary, so it only vets that test.
 dist: crossbuild
 	@$(MAKE) --no-print-directory dist-only
+	$(or $(GO),go) test -tags dist -count=1 -run '^TestDistArchives$$' ./tests/manifests/
 
 # Each archive holds one top-level folder otelcol-nexovue_<version>_<os>_<arch>
 # with the binary, pprof.yaml and README.md: .tar.gz for macOS, .zip for Windows.

@@ -1,3 +1,5 @@
+//go:build dist
+
 package manifests
 
 import (
