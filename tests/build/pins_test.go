@@ -67,7 +67,12 @@ func pins(t *testing.T) (map[string]string, manifest) {
 
 // requires returns module → version from this repository's go.mod.
 func requires(t *testing.T) map[string]string {
-	f, err := os.Open(filepath.Join(testenv.RepoRoot(t), "go.mod"))
+	return requiresOf(t, filepath.Join(testenv.RepoRoot(t), "go.mod"))
+}
+
+// requiresOf returns module → version from the go.mod at path.
+func requiresOf(t *testing.T, path string) map[string]string {
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	line := regexp.MustCompile(`^\s*(?:require\s+)?([a-zA-Z0-9./_~-]+)\s+(v[^\s]+)`)
@@ -118,4 +123,26 @@ func TestCollectorCoreVersions(t *testing.T) {
 		assert.Contains(t, []string{"v1.67.0", "v0.161.0"}, v, "%s %s is not part of Collector 0.161.0", mod, v)
 	}
 	assert.Greater(t, n, 10)
+}
+
+// TestSameVersionsAsDistribution: every module that go.mod and the
+// distribution's go.mod (written by ocb into _build by make build) both
+// require is at the same version in both. Otherwise go vet and go test
+// compile again, for this module, every package that depends on one of
+// them (a different genproto compiles gRPC and most of the Collector again)
+// instead of reusing what make build compiled.
+func TestSameVersionsAsDistribution(t *testing.T) {
+	dist := filepath.Join(testenv.RepoRoot(t), "_build", "go.mod")
+	if _, err := os.Stat(dist); err != nil {
+		t.Fatalf("%s is missing (%v): run `make build` (or make sources) first", dist, err)
+	}
+	ours, theirs := requires(t), requiresOf(t, dist)
+	shared := 0
+	for mod, v := range ours {
+		if d, ok := theirs[mod]; ok {
+			shared++
+			assert.Equal(t, d, v, "%s: go.mod requires %s, the distribution %s: go get %s@%s", mod, v, d, mod, d)
+		}
+	}
+	assert.Greater(t, shared, 50, "go.mod and %s share few modules: is the parsing broken?", dist)
 }
