@@ -138,7 +138,8 @@ timed = s=$$(date +%s); $(2); rc=$$?; echo "== make test: $(1) took $$(( $$(date
 
 .PHONY: test
 test:
-	@mkdir -p $(TEST_LOG_DIR); start=$$(date +%s); \
+	@[ "$$(id -u)" = 0 ] || { echo "make test: run it as root (make prereqs, the eBPF and container tests need it)" >&2; exit 1; }; \
+	mkdir -p $(TEST_LOG_DIR); start=$$(date +%s); \
 	echo "== make test: prereqs (machine packages, kube-apiserver) run in the background, log in $(TEST_LOG_DIR)/prereqs.log"; \
 	( $(call timed,prereqs,$(MAKE) --no-print-directory prereqs) ) >$(TEST_LOG_DIR)/prereqs.log 2>&1 & prereqs=$$!; \
 	fail() { wait $$prereqs; exit 1; }; \
