@@ -123,11 +123,10 @@ $(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
 # wait for them. The tests of the built binary run verbosely: each prints a
 # line of figures; the manifest tests (Wine, kustomize, each configuration's
 # `validate`) run with them, so they overlap the end-to-end tests, which
-# spend most of their time waiting for profiles. go test runs as many
-# packages at once as there are CPUs (its default -p): the packages that
-# share the machine keep out of each other's way themselves (ports through
-# testenv.FreePort's lock files; each collector's eBPF profiler and the
-# programs it looks for are its own test's).
+# spend most of their time waiting for profiles (see system-tests). Tests
+# that run at once keep out of each other's way themselves: ports through
+# testenv.FreePort's lock files, and the programs each test profiles carry
+# service names no other test uses.
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
 SYSTEM_TESTS := ./tests/e2e/ ./tests/kubernetes/ ./tests/manifests/ ./tests/smoke/ ./tests/container/
 TYPECHECK_TARGETS := linux/arm64 darwin/amd64 darwin/arm64
@@ -151,8 +150,33 @@ test:
 	{ $(call timed,wait for prereqs,wait $$prereqs); } || { cat $(TEST_LOG_DIR)/prereqs.log; echo "make test: make prereqs failed (its log is above)" >&2; exit 1; }; \
 	cat $(TEST_LOG_DIR)/prereqs.log; \
 	{ $(call timed,unit tests,$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes -e /tests/manifests)); } || exit 1; \
-	{ $(call timed,system tests,$(GO) test $(GO_TEST_FLAGS) -v $(SYSTEM_TESTS)); } || exit 1; \
+	{ $(call timed,system tests,$(MAKE) --no-print-directory system-tests); } || exit 1; \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
+
+# system-tests: the tests of the built binary. The end-to-end package is the
+# longest and waits on the clock most of its time, so its test binary is
+# built once and run as two processes at once: E2E_APART (a regular
+# expression of test names) in one, every other test in the other; the other
+# packages run meanwhile, one after the other, in a third. Each prints its
+# log when it ends, the first to end first, and each one's time.
+E2E_APART ?= TestLanguageCoverage
+E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
+OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/,$(SYSTEM_TESTS))
+.PHONY: system-tests
+system-tests:
+	@mkdir -p $(TEST_LOG_DIR); \
+	$(GO) test -c -o $(TEST_LOG_DIR)/e2e.test ./tests/e2e/ || exit 1; \
+	run() { name=$$1; shift; s=$$(date +%s); "$$@" >$(TEST_LOG_DIR)/$$name.log 2>&1; rc=$$?; \
+		echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; return $$rc; }; \
+	(cd tests/e2e && run e2e-apart $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.run '^($(E2E_APART))$$') & a=$$!; \
+	(cd tests/e2e && run e2e-rest $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.skip '^($(E2E_APART))$$') & b=$$!; \
+	(run other $(GO) test $(GO_TEST_FLAGS) -p 1 -v $(OTHER_SYSTEM_TESTS)) & c=$$!; \
+	declare -A name=([$$a]=e2e-apart [$$b]=e2e-rest [$$c]=other); failed=; \
+	while [ $${#name[@]} -gt 0 ]; do \
+		wait -n -p done "$${!name[@]}"; rc=$$?; n=$${name[$$done]}; unset "name[$$done]"; \
+		cat $(TEST_LOG_DIR)/$$n.log; [ $$rc = 0 ] || failed="$$failed $$n"; \
+	done; \
+	[ -z "$$failed" ] || { echo "make test: system tests failed:$$failed (logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
 
 # typecheck: the distribution and our packages type-check for each of
 # TYPECHECK_TARGETS (see above).
