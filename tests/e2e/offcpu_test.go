@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/nexovue/otelcol-nexovue/internal/profilesplit/profilegen"
 	"github.com/nexovue/otelcol-nexovue/tests/ingest"
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
@@ -126,4 +130,171 @@ func scrapeGauge(t *testing.T, env []string, name string) string {
 	}
 	t.Fatalf("no %s in the collector's metrics:\n%s", name, body)
 	return ""
+}
+
+// TestOffCPUThroughAgentAndGateway sends off-CPU batches built to the eBPF
+// profiler's shape (internal/profilesplit/profilegen, OffCPUSamples: the
+// upstream reporter's source is cited there) over OTLP into the built
+// binary running the shipped agent-to-gateway.yaml (its profiling receiver
+// swapped for an OTLP one: service_name and symbolize as shipped), which
+// exports to a second one running the shipped gateway.yaml with a frame
+// limit that forces splits and, after it, the profile_metrics connector.
+// The processes are named by service_name from OTEL_SERVICE_NAME. At the
+// double, each service's off-CPU nanoseconds are exactly what was sent, the
+// CPU samples too, and the connector's profile.off_cpu.time equals the sum.
+func TestOffCPUThroughAgentAndGateway(t *testing.T) {
+	const key = "nxk-e2e-offcpu-key"
+	const maxFrames = 5000
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})
+	sent := int64(-1)
+	figures(t, "off-cpu-through-gateway", srv, &sent)
+	dir := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue")
+	tmp := t.TempDir()
+	metricsPath := filepath.Join(tmp, "metrics.jsonl")
+	own := func() []string {
+		return []string{
+			"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
+			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
+			"NEXOVUE_METRICS_HOST=127.0.0.1",
+			"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
+		}
+	}
+	grpc := testenv.FreeAddr(t)
+	gwOverlay := writeFile(t, tmp, "gateway-overlay.yaml", fmt.Sprintf(`
+processors:
+  frame_limit:
+    max_frames: %d
+connectors:
+  profile_metrics:
+    interval: 1s
+exporters:
+  file/metrics:
+    path: %s
+service:
+  pipelines:
+    profiles:
+      exporters: [nexovue, profile_metrics]
+    metrics:
+      receivers: [profile_metrics]
+      exporters: [file/metrics]
+`, maxFrames, metricsPath))
+	testenv.StartCollector(t, dir+"/gateway.yaml", testenv.CollectorOptions{
+		Env: append(own(), "NEXOVUE_KEY="+key, "NEXOVUE_ENDPOINT="+srv.URL(),
+			"NEXOVUE_OTLP_GRPC_ENDPOINT="+grpc, "NEXOVUE_OTLP_HTTP_ENDPOINT="+testenv.FreeAddr(t)),
+		Args: []string{"--config", gwOverlay, testenv.FeatureGate},
+	})
+	agentPort := testenv.FreePort(t)
+	agentOverlay := writeFile(t, tmp, "agent-overlay.yaml", fmt.Sprintf(`
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%d
+service:
+  pipelines:
+    profiles:
+      receivers: [otlp]
+`, agentPort))
+	testenv.StartCollector(t, dir+"/agent-to-gateway.yaml", testenv.CollectorOptions{
+		Env:  append(own(), "NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT="+grpc),
+		Args: []string{"--config", agentOverlay, testenv.FeatureGate},
+	})
+
+	// 600 CPU and 600 off-CPU samples of 64 frames over 6 processes: 76,800
+	// frames, at least 16 parts under the gateway's frame limit.
+	suffix := strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 36)
+	pd := profilegen.Generate(profilegen.Config{Samples: 600, OffCPUSamples: 600, Depth: 64, Resources: 6, Seq: true, Seed: 28})
+	names := map[string]string{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		attrs := rp.Resource().Attributes()
+		old, _ := attrs.Get("service.name")
+		names[old.Str()] = "nxv-offcpu-" + old.Str() + "-" + suffix
+		attrs.PutStr("process.environment_variable.OTEL_SERVICE_NAME", names[old.Str()])
+		attrs.Remove("service.name")
+	}
+	nanosBefore, offBefore, cpuSamples := profilegen.OffCPUTotals(pd)
+	// OffCPUTotals keys by service.name, which is gone now: count per
+	// resource by the name service_name will give.
+	wantNanos, wantOff := map[string]int64{}, map[string]int64{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		one := pprofile.NewProfiles()
+		pd.Dictionary().CopyTo(one.Dictionary())
+		rp.CopyTo(one.ResourceProfiles().AppendEmpty())
+		n, o, _ := profilegen.OffCPUTotals(one)
+		v, _ := rp.Resource().Attributes().Get("process.environment_variable.OTEL_SERVICE_NAME")
+		wantNanos[v.Str()] += n[""]
+		wantOff[v.Str()] += o[""]
+	}
+	require.Equal(t, offBefore[""], int64(600))
+	require.Len(t, wantNanos, 6)
+	require.Equal(t, sumOf(nanosBefore), sumOf(wantNanos))
+
+	l := newLoadgen(agentPort)
+	code, err := l.post(t.Context(), pd)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	sent = 1200
+
+	waitAllSeq(t, srv, 1200, 90*time.Second)
+	st := srv.Stats()
+	require.Equal(t, int64(1200), st.SamplesAccepted)
+	require.Equal(t, int64(600), st.ByType["off_cpu/nanoseconds"].Samples)
+	require.Equal(t, cpuSamples, st.ByType["samples/count"].Timestamps)
+	for _, r := range st.Recent {
+		if r.Status == http.StatusOK {
+			require.LessOrEqual(t, r.Frames, int64(maxFrames))
+		}
+	}
+	require.GreaterOrEqual(t, st.AcceptedRequests, 76_800/maxFrames, "the frame limit split the batch")
+	for name, want := range wantNanos {
+		got := st.Services[name].ByType["off_cpu/nanoseconds"]
+		require.Equal(t, want, got.Values, "%s: off-CPU nanoseconds at the double", name)
+		require.Equal(t, wantOff[name], got.Samples, "%s: off-CPU samples at the double", name)
+	}
+
+	var got map[string]float64
+	testenv.WaitFor(t, 30*time.Second, "the connector's profile.off_cpu.time of every service to reach what was sent", func() (bool, error) {
+		var err error
+		got, err = readOffCPUTime(metricsPath)
+		if err != nil {
+			return false, err
+		}
+		for name, want := range wantNanos {
+			if math.Abs(got[name]-float64(want)/1e9) > 1e-6 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("e2e off-cpu-through-gateway: %d requests at the double (max_frames %d); off-CPU per service: sent (ns) %v, connector profile.off_cpu.time (s) %v", st.AcceptedRequests, maxFrames, wantNanos, got)
+}
+
+func sumOf(m map[string]int64) int64 {
+	var s int64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// readOffCPUTime returns the last cumulative profile.off_cpu.time per
+// service.name of a file exporter's metrics output.
+func readOffCPUTime(path string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := testenv.ReadMetricLines(path, func(md pmetric.Metrics) {
+		for _, rm := range md.ResourceMetrics().All() {
+			svc, _ := rm.Resource().Attributes().Get("service.name")
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != "profile.off_cpu.time" || m.Type() != pmetric.MetricTypeSum {
+						continue
+					}
+					for _, dp := range m.Sum().DataPoints().All() {
+						out[svc.AsString()] = math.Max(out[svc.AsString()], dp.DoubleValue())
+					}
+				}
+			}
+		}
+	})
+	return out, err
 }
