@@ -43,7 +43,7 @@ func kernelHasKprobes() bool {
 }
 
 // TestOffCPUAskedWithoutKprobes runs the built binary with the shipped agent
-// configuration plus off_cpu_threshold: 1.0 on this machine, whose kernel
+// configuration, its commented off_cpu_threshold line turned on, on this machine, whose kernel
 // has no kprobes (CONFIG_KPROBES is not set). Upstream alone stops the
 // collector ("failed to attach to one of 1 symbols with prefix
 // 'finish_task_switch'"); ours starts, logs the warning naming
@@ -61,14 +61,19 @@ func TestOffCPUAskedWithoutKprobes(t *testing.T) {
 	service := "nxv-offcpu-burn-" + strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 36)
 
 	dir := t.TempDir()
+	// The shipped agent config with its commented off_cpu_threshold line
+	// turned on as its comment says.
+	shipped, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml"))
+	require.NoError(t, err)
+	const commented = "    # off_cpu_threshold: 0.01\n"
+	require.Equal(t, 1, strings.Count(string(shipped), commented), "agent.yaml shows the commented off_cpu_threshold line once")
+	agent := writeFile(t, dir, "agent.yaml", strings.Replace(string(shipped), commented, "    off_cpu_threshold: 0.01\n", 1))
 	overlay := writeFile(t, dir, "overlay.yaml", `
 receivers:
   profiling:
     reporter_interval: 2s
-    off_cpu_threshold: 1.0
 `)
 	env := agentEnv(t, srv.URL(), dir)
-	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	start := time.Now()
 	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
 		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
