@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,30 @@ func TestOffCPUByType(t *testing.T) {
 	// The second is full: one more sample is refused.
 	one := profilegen.Generate(profilegen.Config{Samples: 1, Resources: 1, Stacks: 1, Depth: 2, Seed: 1})
 	assert.Equal(t, http.StatusTooManyRequests, send(t, s, testKey, ContentTypeProto, "", marshalProto(t, one)).status)
+}
+
+// TestOffCPUNotRankedWithCPU: the function counts and the busiest-services
+// table are on-CPU views: off-CPU samples (time spent waiting) are counted
+// apart and never ranked with CPU samples.
+func TestOffCPUNotRankedWithCPU(t *testing.T) {
+	s := startServer(t, Config{})
+	s.TakeWindow()
+	pd := profilegen.Generate(profilegen.Config{Samples: 100, OffCPUSamples: 50, Depth: 8, Stacks: 10, Resources: 1, Seed: 28})
+	require.Equal(t, http.StatusOK, send(t, s, testKey, ContentTypeProto, "", marshalProto(t, pd)).status)
+
+	var leaf int64
+	for _, f := range s.TopLeafFunctions("service-0", 0) {
+		leaf += f.Samples
+	}
+	assert.Equal(t, int64(100), leaf, "leaf counts hold the CPU samples only")
+	assert.Equal(t, int64(150), s.ServiceSamples()["service-0"], "every sample counts as a sample")
+	w := s.TakeWindow()
+	assert.Equal(t, int64(150), w.Samples)
+	assert.Equal(t, map[string]int64{"service-0": 100}, w.Services)
+	assert.Equal(t, map[string]int64{"service-0": 50}, w.OffCPU)
+	var b strings.Builder
+	require.NoError(t, WriteTop(&b, w, 5, 3))
+	assert.Contains(t, b.String(), "150 samples")
+	assert.Contains(t, b.String(), "(50 off-CPU samples among them, not ranked: waiting is not busy)")
+	assert.Contains(t, b.String(), "service-0                                                      100  100.0%")
 }

@@ -76,15 +76,16 @@ const statsTopN = 10
 type Window struct {
 	Start    time.Time
 	End      time.Time
-	Samples  int64                       // samples accepted
-	Services map[string]int64            // samples accepted per service.name
+	Samples  int64                       // samples accepted, of every type
+	Services map[string]int64            // samples accepted per service.name, off-CPU ones aside
+	OffCPU   map[string]int64            // off-CPU samples accepted per service.name
 	Leaf     map[string]map[string]int64 // per service: leaf function -> samples
 	Statuses map[int]int                 // answers by status code
 	Dropped  int                         // connections closed without answer
 }
 
 func newWindow(start time.Time) *Window {
-	return &Window{Start: start, Services: map[string]int64{}, Leaf: map[string]map[string]int64{}, Statuses: map[int]int{}}
+	return &Window{Start: start, Services: map[string]int64{}, OffCPU: map[string]int64{}, Leaf: map[string]map[string]int64{}, Statuses: map[int]int{}}
 }
 
 // serviceAgg is the running aggregate for one service.
@@ -169,8 +170,9 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 		}
 		addCounts(agg.leaf, ss.leaf)
 		addCounts(agg.inclusive, ss.inclusive)
-		if ss.samples > 0 {
-			a.window.Services[name] += ss.samples
+		a.window.OffCPU[name] += ss.offCPU
+		if cpu := ss.samples - ss.offCPU; cpu > 0 {
+			a.window.Services[name] += cpu
 			wl := a.window.Leaf[name]
 			if wl == nil {
 				wl = map[string]int64{}

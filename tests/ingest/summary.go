@@ -37,12 +37,17 @@ func (t *TypeStats) add(o TypeStats) {
 	t.Values += o.Values
 }
 
+// OffCPUSampleType is the sample type of the eBPF profiler's off-CPU
+// profiles (unit nanoseconds).
+const OffCPUSampleType = "off_cpu"
+
 // String is the sample type as "type/unit", the key of Stats.ByType.
 func (st SampleType) String() string { return st.Type + "/" + st.Unit }
 
 // serviceSummary is what one request carried for one service.
 type serviceSummary struct {
 	samples     int64
+	offCPU      int64 // of samples, those of off_cpu profiles
 	byType      map[string]*TypeStats
 	sampleTypes []SampleType
 	leaf        map[string]int64
@@ -154,6 +159,10 @@ func summarize(pd pprofile.Profiles) *summary {
 						ss.byType[st.String()] = ts
 					}
 				}
+				// Off-CPU samples are time spent waiting: they are counted
+				// by type, never in the function counts and rankings,
+				// which are on-CPU views.
+				offCPU := nm.str(p.SampleType().TypeStrindex()) == OffCPUSampleType
 				for _, s := range p.Samples().All() {
 					ss.samples++
 					ts.Samples++
@@ -161,16 +170,20 @@ func summarize(pd pprofile.Profiles) *summary {
 					for _, v := range s.Values().All() {
 						ts.Values += v
 					}
-					locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
-					if locs.Len() > 0 {
-						ss.leaf[nm.location(locs.At(0))[0]]++
-					}
-					clear(seen)
-					for _, li := range locs.All() {
-						for _, name := range nm.location(li) {
-							if _, dup := seen[name]; !dup {
-								seen[name] = struct{}{}
-								ss.inclusive[name]++
+					if offCPU {
+						ss.offCPU++
+					} else {
+						locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
+						if locs.Len() > 0 {
+							ss.leaf[nm.location(locs.At(0))[0]]++
+						}
+						clear(seen)
+						for _, li := range locs.All() {
+							for _, name := range nm.location(li) {
+								if _, dup := seen[name]; !dup {
+									seen[name] = struct{}{}
+									ss.inclusive[name]++
+								}
 							}
 						}
 					}
