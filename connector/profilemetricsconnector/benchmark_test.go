@@ -70,17 +70,7 @@ func BenchmarkConsume10kSamples(b *testing.B) {
 	}
 	for _, inclusive := range []bool{false, true} {
 		b.Run(fmt.Sprintf("inclusive_time=%v", inclusive), func(b *testing.B) {
-			cfg := testConfig(func(c *Config) { c.InclusiveTime = inclusive })
-			c := newConnector(connectortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
-			ctx := context.Background()
-			b.ReportAllocs()
-			cpu := cpuTime()
-			for b.Loop() {
-				if err := c.ConsumeProfiles(ctx, pd); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
+			benchConsume(b, testConfig(func(c *Config) { c.InclusiveTime = inclusive }), pd)
 		})
 	}
 }
@@ -93,19 +83,22 @@ func BenchmarkConsume10kByType(b *testing.B) {
 		if n != 10_000 {
 			b.Fatalf("%d samples", n)
 		}
-		b.Run(typ, func(b *testing.B) {
-			c := newConnector(connectortest.NewNopSettings(metadata.Type), testConfig(nil), consumertest.NewNop())
-			ctx := context.Background()
-			b.ReportAllocs()
-			cpu := cpuTime()
-			for b.Loop() {
-				if err := c.ConsumeProfiles(ctx, pd); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
-		})
+		b.Run(typ, func(b *testing.B) { benchConsume(b, testConfig(nil), pd) })
 	}
+}
+
+// benchConsume measures ConsumeProfiles of pd by a connector with cfg.
+func benchConsume(b *testing.B, cfg *Config, pd pprofile.Profiles) {
+	c := newConnector(connectortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := c.ConsumeProfiles(ctx, pd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkFlush: one interval's flush after one 10,000-sample batch.

@@ -15,14 +15,7 @@ import (
 // period, one duration per timestamp), are named like those of its CPU
 // profile, and the off-CPU samples keep their timestamps and durations.
 func TestSymbolizeOffCPU(t *testing.T) {
-	dir := t.TempDir()
-	bin := compile(t, dir, "nxv.c", "nxv-sym")
-	pid := startWaiting(t, bin)
-	syms := nmSymbols(t, bin, false)
-	off, start, end := textMapping(t, bin)
-
-	b := newProfileBuilder()
-	m := b.mapping(mappingSpec{name: "nxv-sym", start: start, end: end, offset: off, htlhash: fileID(t, bin), gnuBuildID: gnuID(t, bin)})
+	bin, pid, syms, b, m := runningNxv(t)
 	leaf := b.location(m, syms["nxv_leaf"].addr+4, "native")
 	main := b.location(m, syms["main"].addr+3, "native")
 	b.process(pid, bin, []int32{leaf, main})

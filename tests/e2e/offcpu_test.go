@@ -107,11 +107,11 @@ receivers:
 	t.Logf("e2e off-cpu-without-kprobes: ready after %s; warning: %s", ready.Round(10*time.Millisecond), line)
 }
 
-// scrapeGauge reads one metric's value from the collector's Prometheus
-// endpoint (NEXOVUE_METRICS_HOST/PORT of env).
-func scrapeGauge(t *testing.T, env []string, name string) string {
-	t.Helper()
-	host, port := "127.0.0.1", ""
+// metricsEndpoint is the host and port of the collector's Prometheus
+// endpoint in env (NEXOVUE_METRICS_HOST, default 127.0.0.1, and
+// NEXOVUE_METRICS_PORT, "" when unset).
+func metricsEndpoint(env []string) (host, port string) {
+	host = "127.0.0.1"
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "NEXOVUE_METRICS_PORT="); ok {
 			port = v
@@ -120,6 +120,14 @@ func scrapeGauge(t *testing.T, env []string, name string) string {
 			host = v
 		}
 	}
+	return host, port
+}
+
+// scrapeGauge reads one metric's value from the collector's Prometheus
+// endpoint (NEXOVUE_METRICS_HOST/PORT of env).
+func scrapeGauge(t *testing.T, env []string, name string) string {
+	t.Helper()
+	host, port := metricsEndpoint(env)
 	require.NotEmpty(t, port)
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://%s:%s/metrics", host, port))

@@ -303,11 +303,7 @@ func (g *gen) build() {
 		prof.SetPeriod(1_000_000_000 / 19)
 		prof.SetTime(base)
 		prof.SetDurationNano(5e9)
-		var id pprofile.ProfileID
-		for k := range id {
-			id[k] = byte(g.rng.UintN(256))
-		}
-		prof.SetProfileID(id)
+		prof.SetProfileID(g.profileID())
 
 		// The process's own functions, one location each.
 		exeMap := g.mapping(exe, 0x400000)
@@ -402,11 +398,16 @@ func (g *gen) offCPUProfile(p pprofile.Profile, base pcommon.Timestamp) {
 	p.SampleType().SetUnitStrindex(g.str(OffCPUUnit))
 	p.SetTime(base)
 	p.SetDurationNano(5e9)
+	p.SetProfileID(g.profileID())
+}
+
+// profileID is a random profile id.
+func (g *gen) profileID() pprofile.ProfileID {
 	var id pprofile.ProfileID
 	for k := range id {
 		id[k] = byte(g.rng.UintN(256))
 	}
-	p.SetProfileID(id)
+	return id
 }
 
 // offCPUDuration is a wait between 1 µs and 100 ms, in nanoseconds.
