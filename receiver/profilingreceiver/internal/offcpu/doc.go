@@ -15,7 +15,8 @@
 // without CONFIG_KPROBES that is "failed to attach to one of 1 symbols with
 // prefix 'finish_task_switch'".
 //
-// Probe does the same with two programs that only return 0: it reads the
+// Probe does the same with two programs that only return 0 (raising
+// RLIMIT_MEMLOCK around the loads where it may, as upstream does): it reads the
 // symbols from /proc/kallsyms, attaches a kprobe to each until one holds,
 // attaches the tracepoint, and detaches and unloads everything at once. Its
 // Result names what is missing (CONFIG_KPROBES when no kprobe could be

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"go.opentelemetry.io/ebpf-profiler/rlimit"
 )
 
 // HookPrefix is the prefix of the kernel symbols upstream attaches its
@@ -45,6 +46,14 @@ func Probe() Result {
 	syms, err := HookSymbols(f)
 	if err != nil {
 		return Result{Missing: "/proc/kallsyms", Err: err}
+	}
+	// As upstream around its own loads: where RLIMIT_MEMLOCK still limits
+	// BPF memory (Linux 5.10) a small limit would otherwise fail the probe's
+	// loads, not the attaches it means to test. Without CAP_SYS_RESOURCE the
+	// raise fails and the probe runs as it is (5.11+ does not need it; on
+	// 5.10 the receiver's memlock step refuses to start anyway).
+	if restore, err := rlimit.MaximizeMemlock(); err == nil {
+		defer restore()
 	}
 	return probe(syms, attachKprobe, attachTracepoint, kernelHasKprobes)
 }
