@@ -43,8 +43,8 @@ func kernelHasKprobes() bool {
 }
 
 // TestOffCPUAskedWithoutKprobes runs the built binary with the shipped agent
-// configuration, its commented off_cpu_threshold line turned on, on this machine, whose kernel
-// has no kprobes (CONFIG_KPROBES is not set). Upstream alone stops the
+// configuration, its commented off_cpu_threshold line turned on, on this
+// machine, whose kernel has no kprobes (CONFIG_KPROBES is not set). Upstream alone stops the
 // collector ("failed to attach to one of 1 symbols with prefix
 // 'finish_task_switch'"); ours starts, logs the warning naming
 // CONFIG_KPROBES and the setting exactly once, reports the gauge at 0, and
