@@ -25,6 +25,8 @@ const (
 	metricHeapAllocated
 	metricFunctionSelf
 	metricFunctionInclusive
+	metricOffCPUTime
+	metricFunctionOffCPU
 	numMetrics
 )
 
@@ -45,6 +47,8 @@ var metricInfo = [numMetrics]struct {
 	metricHeapAllocated:     {"profile.heap.memory.allocated", "Heap bytes allocated, from heap profiles' alloc_space.", "By", sumBytes},
 	metricFunctionSelf:      {"profile.function.cpu.time", "Self CPU time of the service's top leaf functions; the rest is function \"other\".", "s", sumSeconds},
 	metricFunctionInclusive: {"profile.function.cpu.inclusive.time", "CPU time of the samples whose stack holds the function, for the service's top functions by that time.", "s", sumSeconds},
+	metricOffCPUTime:        {"profile.off_cpu.time", "Time the group's threads spent off the CPU (waiting: locks, I/O, sleep), from off-CPU profiles; never CPU time.", "s", sumSeconds},
+	metricFunctionOffCPU:    {"profile.function.off_cpu.time", "Off-CPU time of the service's top leaf functions (where threads waited); the rest is function \"other\".", "s", sumSeconds},
 }
 
 const (
@@ -85,6 +89,7 @@ type series struct {
 
 type fnKey struct {
 	inclusive bool
+	offCPU    bool
 	service   string
 	function  string
 }
@@ -236,6 +241,8 @@ func (a *aggregator) consume(pd pprofile.Profiles, now time.Time) {
 						continue
 					}
 					scale = float64(prof.Period()) * 1e-9
+				case kindOffCPU:
+					scale = 1e-9
 				case kindHeapInUse, kindHeapAlloc:
 					scale = 1
 				default:
@@ -244,7 +251,9 @@ func (a *aggregator) consume(pd pprofile.Profiles, now time.Time) {
 				if g == nil {
 					g = a.groupOf(res, a.cfg.GroupBy)
 				}
-				cpu := kind == kindCPUTime || kind == kindCPUSamples
+				offCPU := kind == kindOffCPU
+				// Functions of time profiles: CPU, or off-CPU on its own.
+				cpu := kind == kindCPUTime || kind == kindCPUSamples || offCPU
 				if cpu && topN && !svcSet {
 					svc = a.groupOf(res, serviceAttrs).key
 					svcSet = true
@@ -268,8 +277,8 @@ func (a *aggregator) consume(pd pprofile.Profiles, now time.Time) {
 				}
 				// Functions once per stack rather than once per sample.
 				for stack, v := range byStack {
-					a.addFunction(fnKey{service: svc, function: fr.leafFunction(stack)}, v, maxFn)
-					if a.cfg.InclusiveTime {
+					a.addFunction(fnKey{offCPU: offCPU, service: svc, function: fr.leafFunction(stack)}, v, maxFn)
+					if a.cfg.InclusiveTime && !offCPU {
 						for _, fn := range fr.stackFunctions(stack) {
 							a.addFunction(fnKey{inclusive: true, service: svc, function: fn}, v, maxFn)
 						}
@@ -280,6 +289,10 @@ func (a *aggregator) consume(pd pprofile.Profiles, now time.Time) {
 				case kindCPUTime, kindCPUSamples:
 					if total > 0 {
 						a.add(metricCPUTime, g, "", total, now)
+					}
+				case kindOffCPU:
+					if total > 0 {
+						a.add(metricOffCPUTime, g, "", total, now)
 					}
 				case kindHeapAlloc:
 					if total > 0 {
@@ -364,11 +377,12 @@ func (a *aggregator) flushFunctions(now time.Time) {
 	}
 	type svcKey struct {
 		inclusive bool
+		offCPU    bool
 		service   string
 	}
 	by := map[svcKey][]entry{}
 	for k, v := range a.fn {
-		sk := svcKey{k.inclusive, k.service}
+		sk := svcKey{k.inclusive, k.offCPU, k.service}
 		by[sk] = append(by[sk], entry{k.function, v})
 	}
 	clear(a.fn)
@@ -381,13 +395,10 @@ func (a *aggregator) flushFunctions(now time.Time) {
 		if c := strings.Compare(x.service, y.service); c != 0 {
 			return c
 		}
-		if x.inclusive == y.inclusive {
-			return 0
+		if c := cmp.Compare(rank(x.inclusive, x.offCPU), rank(y.inclusive, y.offCPU)); c != 0 {
+			return c
 		}
-		if x.inclusive {
-			return 1
-		}
-		return -1
+		return 0
 	})
 	for _, sk := range keys {
 		entries := by[sk]
@@ -395,6 +406,8 @@ func (a *aggregator) flushFunctions(now time.Time) {
 		m := metricFunctionSelf
 		if sk.inclusive {
 			m = metricFunctionInclusive
+		} else if sk.offCPU {
+			m = metricFunctionOffCPU
 		}
 		var other float64
 		// "other" collected past the entry bound is part of the rest.
@@ -529,6 +542,18 @@ func (a *aggregator) build(now time.Time) pmetric.Metrics {
 		}
 	}
 	return md
+}
+
+// rank orders a service's function metrics: CPU self, CPU inclusive,
+// off-CPU.
+func rank(inclusive, offCPU bool) int {
+	switch {
+	case offCPU:
+		return 2
+	case inclusive:
+		return 1
+	}
+	return 0
 }
 
 func temporality(delta bool) pmetric.AggregationTemporality {

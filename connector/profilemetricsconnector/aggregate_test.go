@@ -22,7 +22,8 @@ const (
 
 // ebpfBatch is shaped like the eBPF profiler's output: samples/count with a
 // cpu/nanoseconds period of 50 ms (20 Hz), one timestamp per period, no
-// values; an off_cpu profile next to it; one process without a service.
+// values; an off_cpu profile next to it as upstream sends it (no period, one
+// value in nanoseconds per timestamp); one process without a service.
 func ebpfBatch() pprofile.Profiles {
 	b := newBuilder()
 	s1 := b.stack("hot", "work", "main")
@@ -35,7 +36,8 @@ func ebpfBatch() pprofile.Profiles {
 	ebpf(p, s2, 4)
 	ebpf(p, s3, 2)
 	off := b.profile(sp, "off_cpu", "nanoseconds", 0)
-	valued(off, s1, 1_000_000_000)
+	offCPU(off, s1, 600_000_000, 400_000_000)
+	offCPU(off, s2, 250_000_000)
 
 	sp = b.resource("service.name", "checkout", "service.namespace", "shop", "k8s.namespace.name", "prod", "k8s.pod.name", "checkout-2")
 	ebpf(b.profile(sp, "samples", "count", 50_000_000), s2, 5)
@@ -66,6 +68,11 @@ func TestEBPFSamplesExact(t *testing.T) {
 		"profile.function.cpu.inclusive.time{}[hot]":                       0.15,
 		"profile.function.cpu.inclusive.time{}[work]":                      0.15,
 		"profile.function.cpu.inclusive.time{}[main]":                      0.15,
+
+		// Off-CPU time on its own metrics, never in CPU time.
+		"profile.off_cpu.time{" + checkoutPod1 + "}":               1.25,
+		"profile.function.off_cpu.time{" + checkoutSvc + "}[hot]":  1.0,
+		"profile.function.off_cpu.time{" + checkoutSvc + "}[cold]": 0.25,
 	}
 	assertValues(t, want, got)
 }
@@ -180,30 +187,36 @@ func TestGroupByOptions(t *testing.T) {
 		want    map[string]float64
 	}{
 		{"service.name", []string{"service.name"}, map[string]float64{
-			"profile.cpu.time{service.name=checkout}": 1.05,
-			"profile.cpu.time{}":                      0.15,
+			"profile.cpu.time{service.name=checkout}":     1.05,
+			"profile.off_cpu.time{service.name=checkout}": 1.25,
+			"profile.cpu.time{}":                          0.15,
 		}},
 		{"k8s.namespace.name", []string{"k8s.namespace.name"}, map[string]float64{
-			"profile.cpu.time{k8s.namespace.name=prod}": 1.05,
-			"profile.cpu.time{}":                        0.15,
+			"profile.cpu.time{k8s.namespace.name=prod}":     1.05,
+			"profile.off_cpu.time{k8s.namespace.name=prod}": 1.25,
+			"profile.cpu.time{}":                            0.15,
 		}},
 		{"k8s.pod.name", []string{"k8s.pod.name"}, map[string]float64{
-			"profile.cpu.time{k8s.pod.name=checkout-1}": 0.8,
-			"profile.cpu.time{k8s.pod.name=checkout-2}": 0.25,
-			"profile.cpu.time{}":                        0.15,
+			"profile.cpu.time{k8s.pod.name=checkout-1}":     0.8,
+			"profile.off_cpu.time{k8s.pod.name=checkout-1}": 1.25,
+			"profile.cpu.time{k8s.pod.name=checkout-2}":     0.25,
+			"profile.cpu.time{}":                            0.15,
 		}},
 		{"process.executable.name", []string{"process.executable.name"}, map[string]float64{
-			"profile.cpu.time{process.executable.name=checkout}": 0.8,
-			"profile.cpu.time{process.executable.name=anon}":     0.15,
-			"profile.cpu.time{}":                                 0.25,
+			"profile.cpu.time{process.executable.name=checkout}":     0.8,
+			"profile.off_cpu.time{process.executable.name=checkout}": 1.25,
+			"profile.cpu.time{process.executable.name=anon}":         0.15,
+			"profile.cpu.time{}": 0.25,
 		}},
 		{"nothing", []string{}, map[string]float64{
-			"profile.cpu.time{}": 1.2,
+			"profile.cpu.time{}":     1.2,
+			"profile.off_cpu.time{}": 1.25,
 		}},
 		{"default", defaultGroupBy, map[string]float64{
-			"profile.cpu.time{" + checkoutPod1 + "}": 0.8,
-			"profile.cpu.time{" + checkoutPod2 + "}": 0.25,
-			"profile.cpu.time{}":                     0.15,
+			"profile.cpu.time{" + checkoutPod1 + "}":     0.8,
+			"profile.cpu.time{" + checkoutPod2 + "}":     0.25,
+			"profile.cpu.time{}":                         0.15,
+			"profile.off_cpu.time{" + checkoutPod1 + "}": 1.25,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,12 @@ import (
 // benchBatch is an eBPF-like batch of 10,000 samples: 20 processes of 10
 // services, 400 distinct stacks 8 to 40 frames deep over 1,500 functions,
 // one to three timestamps per sample.
-func benchBatch() (pprofile.Profiles, int) {
+func benchBatch() (pprofile.Profiles, int) { return benchBatchOf(false) }
+
+// benchBatchOf is benchBatch with CPU samples, or with off-CPU samples shaped
+// as the eBPF profiler sends them (off_cpu/nanoseconds, no period, one value
+// per timestamp) over the same processes and stacks.
+func benchBatchOf(offCPUSamples bool) (pprofile.Profiles, int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	b := newBuilder()
 	stacks := make([]int32, 400)
@@ -35,6 +40,18 @@ func benchBatch() (pprofile.Profiles, int) {
 	samples := 0
 	for p := range 20 {
 		sp := b.resource("service.name", fmt.Sprintf("svc-%d", p%10), "k8s.pod.name", fmt.Sprintf("pod-%d", p), "process.pid", fmt.Sprint(1000+p))
+		if offCPUSamples {
+			prof := b.profile(sp, "off_cpu", "nanoseconds", 0)
+			for range 500 {
+				durations := make([]int64, 1+rng.IntN(3))
+				for i := range durations {
+					durations[i] = 1_000 + rng.Int64N(100_000_000)
+				}
+				offCPU(prof, stacks[rng.IntN(len(stacks))], durations...)
+				samples++
+			}
+			continue
+		}
 		prof := b.profile(sp, "samples", "count", 52_631_578)
 		for range 500 {
 			ebpf(prof, stacks[rng.IntN(len(stacks))], 1+rng.IntN(3))
@@ -53,19 +70,35 @@ func BenchmarkConsume10kSamples(b *testing.B) {
 	}
 	for _, inclusive := range []bool{false, true} {
 		b.Run(fmt.Sprintf("inclusive_time=%v", inclusive), func(b *testing.B) {
-			cfg := testConfig(func(c *Config) { c.InclusiveTime = inclusive })
-			c := newConnector(connectortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
-			ctx := context.Background()
-			b.ReportAllocs()
-			cpu := cpuTime()
-			for b.Loop() {
-				if err := c.ConsumeProfiles(ctx, pd); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu)
+			benchConsume(b, testConfig(func(c *Config) { c.InclusiveTime = inclusive }), pd)
 		})
 	}
+}
+
+// BenchmarkConsume10kByType: one batch of 10,000 CPU samples against one of
+// 10,000 off-CPU samples (same processes, stacks and timestamps per sample).
+func BenchmarkConsume10kByType(b *testing.B) {
+	for _, typ := range []string{"cpu", "off_cpu"} {
+		pd, n := benchBatchOf(typ == "off_cpu")
+		if n != 10_000 {
+			b.Fatalf("%d samples", n)
+		}
+		b.Run(typ, func(b *testing.B) { benchConsume(b, testConfig(nil), pd) })
+	}
+}
+
+// benchConsume measures ConsumeProfiles of pd by a connector with cfg.
+func benchConsume(b *testing.B, cfg *Config, pd pprofile.Profiles) {
+	c := newConnector(connectortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if err := c.ConsumeProfiles(ctx, pd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkFlush: one interval's flush after one 10,000-sample batch.

@@ -29,6 +29,10 @@ const (
 	// kindHeapAlloc: sample type alloc_space/bytes (a delta, the pprof
 	// receiver's default).
 	kindHeapAlloc
+	// kindOffCPU: sample type off_cpu/nanoseconds, the eBPF profiler's
+	// off-CPU profile (off_cpu_threshold above 0): no period, one value per
+	// timestamp, each the nanoseconds a thread waited off the CPU.
+	kindOffCPU
 )
 
 const (
@@ -51,6 +55,8 @@ func classify(strs pcommon.StringSlice, prof pprofile.Profile) profileKind {
 		return kindHeapInUse
 	case st == "alloc_space" && su == "bytes":
 		return kindHeapAlloc
+	case st == "off_cpu" && su == "nanoseconds":
+		return kindOffCPU
 	}
 	return kindOther
 }

@@ -93,6 +93,17 @@ func ebpf(p pprofile.Profile, stack int32, n int) {
 	}
 }
 
+// offCPU adds an off-CPU sample as the eBPF profiler sends it: one
+// timestamp per event and, for each, its duration in nanoseconds.
+func offCPU(p pprofile.Profile, stack int32, durations ...int64) {
+	s := p.Samples().AppendEmpty()
+	s.SetStackIndex(stack)
+	for i, d := range durations {
+		s.TimestampsUnixNano().Append(uint64(1_700_000_000_000_000_000 + i*1_000_000))
+		s.Values().Append(d)
+	}
+}
+
 // valued adds a sample with one value (pprof).
 func valued(p pprofile.Profile, stack int32, v int64) {
 	s := p.Samples().AppendEmpty()

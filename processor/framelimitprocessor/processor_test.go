@@ -397,3 +397,44 @@ func TestConcurrentBatches(t *testing.T) {
 	assert.Equal(t, want, got)
 	env.assertCounter(t, metadatatest.AssertEqualProcessorFrameLimitBatchesSplit, 8)
 }
+
+// TestSplitKeepsOffCPUDurations: a batch with the eBPF profiler's off-CPU
+// profiles next to its CPU ones, split under limits that cut it into many
+// parts: every off-CPU sample stays in an off_cpu/nanoseconds profile with
+// its timestamps and one duration each, and per service the durations add
+// up to what came in; the CPU samples stay counts.
+func TestSplitKeepsOffCPUDurations(t *testing.T) {
+	in := profilegen.Generate(profilegen.Config{
+		Samples: 300, OffCPUSamples: 300, Depth: 64, Stacks: 60, Functions: 300, Resources: 6, Seq: true, Seed: 28,
+	})
+	wantNanos, wantOff, wantCPU := profilegen.OffCPUTotals(in)
+	want := profilesplit.ResolveSamples(in, 0)
+	for _, maxFrames := range []int{64, 1_000, 10_000} {
+		sink := new(consumertest.ProfilesSink)
+		env := newTestEnv(t, maxFrames, sink)
+		require.NoError(t, env.proc.ConsumeProfiles(context.Background(), profilegen.Generate(profilegen.Config{
+			Samples: 300, OffCPUSamples: 300, Depth: 64, Stacks: 60, Functions: 300, Resources: 6, Seq: true, Seed: 28,
+		})))
+		parts := sink.AllProfiles()
+		require.Greater(t, len(parts), 1, "max_frames %d must force a split", maxFrames)
+		gotNanos, gotOff := map[string]int64{}, map[string]int64{}
+		var gotCPU int64
+		var got []string
+		for _, p := range parts {
+			require.LessOrEqual(t, profilesplit.Frames(p), maxFrames)
+			n, o, c := profilegen.OffCPUTotals(p)
+			for k, v := range n {
+				gotNanos[k] += v
+			}
+			for k, v := range o {
+				gotOff[k] += v
+			}
+			gotCPU += c
+			got = append(got, profilesplit.ResolveSamples(p, 0)...)
+		}
+		assert.Equal(t, wantNanos, gotNanos, "max_frames %d: off-CPU nanoseconds per service", maxFrames)
+		assert.Equal(t, wantOff, gotOff, "max_frames %d: off-CPU samples per service", maxFrames)
+		assert.Equal(t, wantCPU, gotCPU, "max_frames %d: CPU samples", maxFrames)
+		require.Equal(t, want, got, "max_frames %d: every sample once, with its profile's type, timestamps and values", maxFrames)
+	}
+}

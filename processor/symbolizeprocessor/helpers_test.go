@@ -154,6 +154,20 @@ func startWaiting(tb testing.TB, bin string) int {
 	return cmd.Process.Pid
 }
 
+// runningNxv builds the C test program with symbols, starts it, and returns
+// it with its symbols and a builder holding its mapping as the eBPF profiler
+// sends it (base name, file id, GNU build id, the file's virtual addresses).
+func runningNxv(t *testing.T) (bin string, pid int, syms map[string]nmSymbol, b *profileBuilder, m int32) {
+	t.Helper()
+	bin = compile(t, t.TempDir(), "nxv.c", "nxv-sym")
+	pid = startWaiting(t, bin)
+	syms = nmSymbols(t, bin, false)
+	off, start, end := textMapping(t, bin)
+	b = newProfileBuilder()
+	m = b.mapping(mappingSpec{name: "nxv-sym", start: start, end: end, offset: off, htlhash: fileID(t, bin), gnuBuildID: gnuID(t, bin)})
+	return bin, pid, syms, b, m
+}
+
 // profileBuilder builds an eBPF-like batch: one resource per process, one
 // profile, one sample per stack.
 type profileBuilder struct {

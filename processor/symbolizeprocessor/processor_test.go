@@ -41,22 +41,15 @@ func process(tb testing.TB, p *symbolizeProcessor, pd pprofile.Profiles) {
 // named, static functions and Rust-mangled ones included; an address past
 // the symbols, a kernel frame and a frame with a line are left as they are.
 func TestSymbolizeC(t *testing.T) {
-	dir := t.TempDir()
-	bin := compile(t, dir, "nxv.c", "nxv-sym")
-	pid := startWaiting(t, bin)
-	syms := nmSymbols(t, bin, false)
-	off, start, end := textMapping(t, bin)
-
-	b := newProfileBuilder()
+	bin, pid, syms, b, m := runningNxv(t)
 	existing := b.function("nxv_leaf", "nxv_leaf", bin) // reused, not added again
-	m := b.mapping(mappingSpec{name: "nxv-sym", start: start, end: end, offset: off, htlhash: fileID(t, bin), gnuBuildID: gnuID(t, bin)})
 	leaf := b.location(m, syms["nxv_leaf"].addr+4, "native")
 	leaf2 := b.location(m, syms["nxv_leaf"].addr+9, "native")
 	middle := b.location(m, syms["nxv_middle"].addr+1, "native")
 	legacy := b.location(m, syms["_ZN7nxvrust4burn17h0123456789abcdefE"].addr+2, "native")
 	v0 := b.location(m, syms["_RNvCs1234_7nxvrust3hot"].addr+2, "native")
 	main := b.location(m, syms["main"].addr+3, "native")
-	beyond := b.location(m, end+0x100000, "native")
+	beyond := b.location(m, b.dict.MappingTable().At(int(m)).MemoryLimit()+0x100000, "native")
 	kernel := b.location(m, syms["main"].addr+3, "kernel")
 	withLine := b.location(m, syms["main"].addr+5, "native")
 	goFn := b.function("main.main", "", "main.go")

@@ -18,14 +18,18 @@ import (
 
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/memlock"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/metadata"
+	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/offcpu"
 )
 
 // NewFactory returns the upstream eBPF profiler receiver factory with
 // include_env_vars defaulting to DefaultIncludeEnvVars, and a start-up step
 // before upstream's Start: memlock.Prepare, which lets the profiler start
 // without CAP_SYS_RESOURCE on kernels that charge BPF memory to the memory
-// cgroup, and otherwise says what to grant. Everything else, including how
-// the receiver is created and started, is upstream's.
+// cgroup, and otherwise says what to grant. With off_cpu_threshold above 0,
+// withOffCPUFallback first checks that the kernel can attach upstream's
+// off-CPU hooks and, where it cannot, creates upstream's receiver with
+// off-CPU profiling off instead of letting it fail to start. Everything else,
+// including how the receiver is created and started, is upstream's.
 func NewFactory() receiver.Factory {
 	upstream := ebpfcollector.NewFactory()
 	return xreceiver.NewFactory(
@@ -35,7 +39,7 @@ func NewFactory() receiver.Factory {
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
 			return cfg
 		},
-		xreceiver.WithProfiles(createProfiles(ebpfcollector.BuildProfilesReceiver(), memlock.Prepare), metadata.ProfilesStability),
+		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
 	)
 }
 
@@ -72,4 +76,42 @@ func (r *profilesReceiver) Start(ctx context.Context, h component.Host) error {
 		r.logger.Error("eBPF profiler cannot start", zap.Error(err))
 	}
 	return r.Profiles.Start(ctx, h)
+}
+
+// OffCPUUnavailableMessage is the warning logged once when off_cpu_threshold
+// is above 0 and the kernel cannot attach what off-CPU profiling needs.
+const OffCPUUnavailableMessage = "off-CPU profiling is off: this kernel cannot attach what it needs, so the receiver profiles on-CPU only (off_cpu_threshold is ignored)"
+
+// withOffCPUFallback runs probe when off_cpu_threshold is above 0. Where the
+// kernel can attach upstream's off-CPU hooks, create runs with the
+// configuration as it is. Where it cannot, create runs with a copy whose
+// off_cpu_threshold is 0 (upstream would otherwise stop the collector with
+// "failed to start off-cpu profiling"), and one warning names the missing
+// kernel feature and the setting. Either way the gauge
+// otelcol_receiver_profiling_off_cpu_available says which (1 or 0).
+func withOffCPUFallback(create xreceiver.CreateProfilesFunc, probe func() offcpu.Result) xreceiver.CreateProfilesFunc {
+	return func(ctx context.Context, set receiver.Settings, cfg component.Config, next xconsumer.Profiles) (xreceiver.Profiles, error) {
+		c, ok := cfg.(*config.Config)
+		if !ok || c.OffCPUThreshold <= 0 {
+			return create(ctx, set, cfg, next)
+		}
+		tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+		if err != nil {
+			return nil, err
+		}
+		r := probe()
+		if r.Available {
+			tb.ReceiverProfilingOffCPUAvailable.Record(ctx, 1)
+			return create(ctx, set, cfg, next)
+		}
+		tb.ReceiverProfilingOffCPUAvailable.Record(ctx, 0)
+		set.Logger.Warn(OffCPUUnavailableMessage,
+			zap.String("missing", r.Missing),
+			zap.String("setting", "off_cpu_threshold"),
+			zap.Float64("off_cpu_threshold", c.OffCPUThreshold),
+			zap.Error(r.Err))
+		onCPU := *c
+		onCPU.OffCPUThreshold = 0
+		return create(ctx, set, &onCPU, next)
+	}
 }

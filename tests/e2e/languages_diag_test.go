@@ -183,15 +183,7 @@ var profilerCounterParts = []string{
 // profilerCounters scrapes the collector's Prometheus endpoint (the agent
 // config's NEXOVUE_METRICS_HOST and _PORT) for the counters above.
 func profilerCounters(collector *testenv.Process) string {
-	host, port := "127.0.0.1", ""
-	for _, kv := range collector.Cmd.Env {
-		if v, ok := strings.CutPrefix(kv, "NEXOVUE_METRICS_PORT="); ok {
-			port = v
-		}
-		if v, ok := strings.CutPrefix(kv, "NEXOVUE_METRICS_HOST="); ok {
-			host = v
-		}
-	}
+	host, port := metricsEndpoint(collector.Cmd.Env)
 	if port == "" {
 		return ""
 	}

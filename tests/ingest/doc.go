@@ -76,7 +76,12 @@
 // Aggregates only, under one lock: answers by status, dropped connections,
 // early retries, samples and frames accepted, and per service.name resource
 // attribute ("" when missing) the samples, the sample types (type and unit
-// strings), leaf counts (the function of the first line of the stack's
+// strings), per sample type ("type/unit", e.g. "off_cpu/nanoseconds" for the
+// eBPF profiler's off-CPU profiles, also for all services together: by_type
+// in /stats) the Sample messages, their timestamps and the sum of their
+// values (off-CPU nanoseconds add up exactly), leaf counts (of on-CPU
+// samples: off-CPU ones, time spent waiting, are never ranked with them, nor
+// in TakeWindow's busiest services, which keeps them apart in OffCPU) (the function of the first line of the stack's
 // location 0; a location without lines is named "<binary> (unsymbolized)")
 // and inclusive counts (each distinct function of a stack once per sample);
 // the integer sample attribute "seq" (distinct values, duplicates, missing

@@ -33,10 +33,11 @@ type FunctionCount struct {
 
 // ServiceStats is what was accepted for one service.name.
 type ServiceStats struct {
-	Samples      int64           `json:"samples"`
-	SampleTypes  []SampleType    `json:"sample_types"`
-	TopLeaf      []FunctionCount `json:"top_leaf"`
-	TopInclusive []FunctionCount `json:"top_inclusive"`
+	Samples      int64                `json:"samples"`
+	SampleTypes  []SampleType         `json:"sample_types"`
+	ByType       map[string]TypeStats `json:"by_type"`
+	TopLeaf      []FunctionCount      `json:"top_leaf"`
+	TopInclusive []FunctionCount      `json:"top_inclusive"`
 }
 
 // SeqStats summarises the seq attribute of accepted samples.
@@ -55,14 +56,17 @@ type Stats struct {
 	EarlyRetries     int         `json:"early_retries"`
 	// ClientEarlyRetries: requests inside a Retry-After period their own
 	// client was given (only with Config.ClientHeader).
-	ClientEarlyRetries int                     `json:"client_early_retries"`
-	AcceptedRequests   int                     `json:"accepted_requests"`
-	SamplesAccepted    int64                   `json:"samples_accepted"`
-	FramesAccepted     int64                   `json:"frames_accepted"`
-	Services           map[string]ServiceStats `json:"services"`
-	Seq                SeqStats                `json:"seq"`
-	Recent             []RequestInfo           `json:"recent_requests"`
-	MissingSeq         []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
+	ClientEarlyRetries int   `json:"client_early_retries"`
+	AcceptedRequests   int   `json:"accepted_requests"`
+	SamplesAccepted    int64 `json:"samples_accepted"`
+	FramesAccepted     int64 `json:"frames_accepted"`
+	// ByType is what was accepted per sample type ("type/unit"), all
+	// services together.
+	ByType     map[string]TypeStats    `json:"by_type"`
+	Services   map[string]ServiceStats `json:"services"`
+	Seq        SeqStats                `json:"seq"`
+	Recent     []RequestInfo           `json:"recent_requests"`
+	MissingSeq []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
 }
 
 // statsTopN is how many functions per service Stats lists (leaf and inclusive).
@@ -72,20 +76,22 @@ const statsTopN = 10
 type Window struct {
 	Start    time.Time
 	End      time.Time
-	Samples  int64                       // samples accepted
-	Services map[string]int64            // samples accepted per service.name
+	Samples  int64                       // samples accepted, of every type
+	Services map[string]int64            // samples accepted per service.name, off-CPU ones aside
+	OffCPU   map[string]int64            // off-CPU samples accepted per service.name
 	Leaf     map[string]map[string]int64 // per service: leaf function -> samples
 	Statuses map[int]int                 // answers by status code
 	Dropped  int                         // connections closed without answer
 }
 
 func newWindow(start time.Time) *Window {
-	return &Window{Start: start, Services: map[string]int64{}, Leaf: map[string]map[string]int64{}, Statuses: map[int]int{}}
+	return &Window{Start: start, Services: map[string]int64{}, OffCPU: map[string]int64{}, Leaf: map[string]map[string]int64{}, Statuses: map[int]int{}}
 }
 
 // serviceAgg is the running aggregate for one service.
 type serviceAgg struct {
 	samples     int64
+	byType      map[string]*TypeStats
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -149,17 +155,24 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 	for name, ss := range sum.services {
 		agg := a.services[name]
 		if agg == nil {
-			agg = &serviceAgg{leaf: map[string]int64{}, inclusive: map[string]int64{}}
+			agg = &serviceAgg{leaf: map[string]int64{}, inclusive: map[string]int64{}, byType: map[string]*TypeStats{}}
 			a.services[name] = agg
 		}
 		agg.samples += ss.samples
+		for typ, ts := range ss.byType {
+			if agg.byType[typ] == nil {
+				agg.byType[typ] = &TypeStats{}
+			}
+			agg.byType[typ].add(*ts)
+		}
 		for _, st := range ss.sampleTypes {
 			agg.sampleTypes = appendUnique(agg.sampleTypes, st)
 		}
 		addCounts(agg.leaf, ss.leaf)
 		addCounts(agg.inclusive, ss.inclusive)
-		if ss.samples > 0 {
-			a.window.Services[name] += ss.samples
+		a.window.OffCPU[name] += ss.offCPU
+		if cpu := ss.samples - ss.offCPU; cpu > 0 {
+			a.window.Services[name] += cpu
 			wl := a.window.Leaf[name]
 			if wl == nil {
 				wl = map[string]int64{}
@@ -250,11 +263,20 @@ func (a *aggregates) snapshot() Stats {
 		Services:           make(map[string]ServiceStats, len(a.services)),
 		Seq:                a.seqStats(),
 		Recent:             a.recentInOrder(),
+		ByType:             map[string]TypeStats{},
 	}
 	for name, agg := range a.services {
+		byType := make(map[string]TypeStats, len(agg.byType))
+		for typ, ts := range agg.byType {
+			byType[typ] = *ts
+			all := st.ByType[typ]
+			all.add(*ts)
+			st.ByType[typ] = all
+		}
 		st.Services[name] = ServiceStats{
 			Samples:      agg.samples,
 			SampleTypes:  slices.Clone(agg.sampleTypes),
+			ByType:       byType,
 			TopLeaf:      TopCounts(agg.leaf, statsTopN),
 			TopInclusive: TopCounts(agg.inclusive, statsTopN),
 		}

@@ -21,9 +21,34 @@ type SampleType struct {
 	Unit string `json:"unit"`
 }
 
+// TypeStats is what was accepted of one sample type ("type/unit", e.g.
+// "samples/count" for CPU, "off_cpu/nanoseconds" for off-CPU): Sample
+// messages (what the rate limit counts), their timestamps, and the sum of
+// their values (for off_cpu/nanoseconds, the nanoseconds spent off the CPU).
+type TypeStats struct {
+	Samples    int64 `json:"samples"`
+	Timestamps int64 `json:"timestamps"`
+	Values     int64 `json:"values"`
+}
+
+func (t *TypeStats) add(o TypeStats) {
+	t.Samples += o.Samples
+	t.Timestamps += o.Timestamps
+	t.Values += o.Values
+}
+
+// OffCPUSampleType is the sample type of the eBPF profiler's off-CPU
+// profiles (unit nanoseconds).
+const OffCPUSampleType = "off_cpu"
+
+// String is the sample type as "type/unit", the key of Stats.ByType.
+func (st SampleType) String() string { return st.Type + "/" + st.Unit }
+
 // serviceSummary is what one request carried for one service.
 type serviceSummary struct {
 	samples     int64
+	offCPU      int64 // of samples, those of off_cpu profiles
+	byType      map[string]*TypeStats
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -120,27 +145,45 @@ func summarize(pd pprofile.Profiles) *summary {
 		}
 		ss := sum.services[service]
 		if ss == nil {
-			ss = &serviceSummary{leaf: map[string]int64{}, inclusive: map[string]int64{}}
+			ss = &serviceSummary{leaf: map[string]int64{}, inclusive: map[string]int64{}, byType: map[string]*TypeStats{}}
 			sum.services[service] = ss
 		}
 		for _, sp := range rp.ScopeProfiles().All() {
 			for _, p := range sp.Profiles().All() {
+				var ts *TypeStats
 				if p.Samples().Len() > 0 {
 					st := SampleType{Type: nm.str(p.SampleType().TypeStrindex()), Unit: nm.str(p.SampleType().UnitStrindex())}
 					ss.sampleTypes = appendUnique(ss.sampleTypes, st)
+					if ts = ss.byType[st.String()]; ts == nil {
+						ts = &TypeStats{}
+						ss.byType[st.String()] = ts
+					}
 				}
+				// Off-CPU samples are time spent waiting: they are counted
+				// by type, never in the function counts and rankings,
+				// which are on-CPU views.
+				offCPU := nm.str(p.SampleType().TypeStrindex()) == OffCPUSampleType
 				for _, s := range p.Samples().All() {
 					ss.samples++
-					locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
-					if locs.Len() > 0 {
-						ss.leaf[nm.location(locs.At(0))[0]]++
+					ts.Samples++
+					ts.Timestamps += int64(s.TimestampsUnixNano().Len())
+					for _, v := range s.Values().All() {
+						ts.Values += v
 					}
-					clear(seen)
-					for _, li := range locs.All() {
-						for _, name := range nm.location(li) {
-							if _, dup := seen[name]; !dup {
-								seen[name] = struct{}{}
-								ss.inclusive[name]++
+					if offCPU {
+						ss.offCPU++
+					} else {
+						locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
+						if locs.Len() > 0 {
+							ss.leaf[nm.location(locs.At(0))[0]]++
+						}
+						clear(seen)
+						for _, li := range locs.All() {
+							for _, name := range nm.location(li) {
+								if _, dup := seen[name]; !dup {
+									seen[name] = struct{}{}
+									ss.inclusive[name]++
+								}
 							}
 						}
 					}

@@ -23,23 +23,34 @@ func WriteTop(out io.Writer, w Window, services, functions int) error {
 	if secs > 0 {
 		rate = float64(w.Samples) / secs
 	}
-	fmt.Fprintf(bw, "nexovue-ingest %s  busiest services in the last %s: %d samples (%.0f/s) from %d services\n",
-		w.End.UTC().Format("2006-01-02 15:04:05 MST"), roundDuration(w.End.Sub(w.Start)), w.Samples, rate, len(w.Services))
-	if w.Samples == 0 {
+	var offCPU, ranked int64
+	for _, n := range w.OffCPU {
+		offCPU += n
+	}
+	for _, n := range w.Services {
+		ranked += n
+	}
+	offNote := ""
+	if offCPU > 0 {
+		offNote = fmt.Sprintf(" (%d off-CPU samples among them, not ranked: waiting is not busy)", offCPU)
+	}
+	fmt.Fprintf(bw, "nexovue-ingest %s  busiest services in the last %s: %d samples (%.0f/s)%s from %d services\n",
+		w.End.UTC().Format("2006-01-02 15:04:05 MST"), roundDuration(w.End.Sub(w.Start)), w.Samples, rate, offNote, len(w.Services))
+	if ranked == 0 {
 		fmt.Fprintln(bw, "  no samples accepted")
 	} else {
 		fmt.Fprintf(bw, "  %3s  %-*s %9s %7s\n", "#", nameWidth, "SERVICE, then its hottest functions (leaf samples)", "SAMPLES", "SHARE")
-		ranked := TopCounts(w.Services, 0)
-		for i, svc := range ranked {
+		byService := TopCounts(w.Services, 0)
+		for i, svc := range byService {
 			if i == services {
 				var rest int64
-				for _, r := range ranked[i:] {
+				for _, r := range byService[i:] {
 					rest += r.Samples
 				}
-				row(bw, "", fmt.Sprintf("(%d more services)", len(ranked)-i), rest, w.Samples)
+				row(bw, "", fmt.Sprintf("(%d more services)", len(byService)-i), rest, ranked)
 				break
 			}
-			row(bw, fmt.Sprint(i+1), serviceLabel(svc.Function), svc.Samples, w.Samples)
+			row(bw, fmt.Sprint(i+1), serviceLabel(svc.Function), svc.Samples, ranked)
 			for _, fn := range TopCounts(w.Leaf[svc.Function], functions) {
 				row(bw, "", "  "+fn.Function, fn.Samples, svc.Samples)
 			}

@@ -1,7 +1,8 @@
 // Package profilegen generates realistic batches of OTLP profiles (0.161 data
 // model) shaped like those the OpenTelemetry eBPF profiler sends: one
 // resource per process with process attributes, one scope and one CPU
-// profile per resource, samples carrying timestamps and thread attributes,
+// profile per resource (and, with Config.OffCPUSamples, an off-CPU profile
+// before it), samples carrying timestamps and thread attributes,
 // stacks stored leaf first (index 0 is the top of the stack) over a shared
 // request-wide dictionary whose tables all start with their zero value.
 //
@@ -44,8 +45,68 @@ type Config struct {
 	// Seq adds to every sample an int attribute "seq" holding its ordinal in
 	// the batch (0, 1, 2, ...), so that tests can tell samples apart.
 	Seq bool
+	// OffCPUSamples adds that many off-CPU samples, divided among the
+	// processes, in an off-CPU profile of each process shaped as the eBPF
+	// profiler v0.0.202633 sends it with off_cpu_threshold above 0 (see
+	// offCPUProfile). They come on top of Samples; Seq numbers them too.
+	OffCPUSamples int
 	// Seed makes the batch reproducible.
 	Seed uint64
+}
+
+// Off-CPU profiles' sample type, as upstream registers it
+// (tracer/systemconfig.go, setOriginIDs).
+const (
+	OffCPUType = "off_cpu"
+	OffCPUUnit = "nanoseconds"
+)
+
+// IsOffCPU says whether a profile of pd is an off-CPU profile.
+func IsOffCPU(pd pprofile.Profiles, p pprofile.Profile) bool {
+	strs := pd.Dictionary().StringTable()
+	st := p.SampleType()
+	at := func(i int32) string {
+		if i < 0 || int(i) >= strs.Len() {
+			return ""
+		}
+		return strs.At(int(i))
+	}
+	return at(st.TypeStrindex()) == OffCPUType && at(st.UnitStrindex()) == OffCPUUnit
+}
+
+// OffCPUTotals returns, per service.name, the off-CPU nanoseconds and the
+// off-CPU samples (Sample messages) of pd, and the CPU samples (values, else
+// timestamps) of its other profiles, for exact accounting in tests.
+func OffCPUTotals(pd pprofile.Profiles) (offCPUNanos, offCPUSamples map[string]int64, cpuSamples int64) {
+	offCPUNanos, offCPUSamples = map[string]int64{}, map[string]int64{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		svc := ""
+		if v, ok := rp.Resource().Attributes().Get("service.name"); ok {
+			svc = v.AsString()
+		}
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				off := IsOffCPU(pd, p)
+				for _, s := range p.Samples().All() {
+					if !off {
+						if s.Values().Len() > 0 {
+							for _, v := range s.Values().All() {
+								cpuSamples += v
+							}
+						} else {
+							cpuSamples += int64(s.TimestampsUnixNano().Len())
+						}
+						continue
+					}
+					offCPUSamples[svc]++
+					for _, v := range s.Values().All() {
+						offCPUNanos[svc] += v
+					}
+				}
+			}
+		}
+	}
+	return offCPUNanos, offCPUSamples, cpuSamples
 }
 
 // SeqKey is the key of the per-sample attribute Config.Seq adds.
@@ -227,6 +288,13 @@ func (g *gen) build() {
 		sp.Scope().SetName("go.opentelemetry.io/ebpf-profiler")
 		sp.Scope().SetVersion("v0.0.202633")
 
+		// Upstream appends a process's profiles sorted by sample type
+		// (reporter/internal/pdata/generate.go): off_cpu before samples.
+		nOff := share(cfg.OffCPUSamples, r, cfg.Resources)
+		var off pprofile.Profile
+		if nOff > 0 {
+			off = sp.Profiles().AppendEmpty()
+		}
 		prof := sp.Profiles().AppendEmpty()
 		prof.SampleType().SetTypeStrindex(g.str("samples"))
 		prof.SampleType().SetUnitStrindex(g.str("count"))
@@ -235,11 +303,7 @@ func (g *gen) build() {
 		prof.SetPeriod(1_000_000_000 / 19)
 		prof.SetTime(base)
 		prof.SetDurationNano(5e9)
-		var id pprofile.ProfileID
-		for k := range id {
-			id[k] = byte(g.rng.UintN(256))
-		}
-		prof.SetProfileID(id)
+		prof.SetProfileID(g.profileID())
 
 		// The process's own functions, one location each.
 		exeMap := g.mapping(exe, 0x400000)
@@ -282,9 +346,18 @@ func (g *gen) build() {
 
 		samples := prof.Samples()
 		samples.EnsureCapacity(nSamples)
-		for k := 0; k < nSamples; k++ {
-			s := samples.AppendEmpty()
-			s.SetStackIndex(choice[k])
+		for k := 0; k < nSamples+nOff; k++ {
+			var s pprofile.Sample
+			if k < nSamples {
+				s = samples.AppendEmpty()
+				s.SetStackIndex(choice[k])
+			} else {
+				if k == nSamples {
+					g.offCPUProfile(off, base)
+				}
+				s = off.Samples().AppendEmpty()
+				s.SetStackIndex(stacks[g.rng.IntN(len(stacks))])
+			}
 			tid := pid + int64(g.rng.IntN(4))
 			s.AttributeIndices().Append(
 				g.strAttr("thread.name", fmt.Sprintf("worker-%d", tid-pid)),
@@ -297,10 +370,48 @@ func (g *gen) build() {
 				s.SetLinkIndex(links[g.rng.IntN(len(links))])
 			}
 			s.TimestampsUnixNano().Append(uint64(base) + uint64(ordinal)*1_000_000 + uint64(g.rng.IntN(1000)))
+			if k >= nSamples {
+				// One to three events of the same stack and thread, each with
+				// its duration (ReportValues: one value per timestamp).
+				s.Values().Append(offCPUDuration(g.rng))
+				for range g.rng.IntN(3) {
+					s.TimestampsUnixNano().Append(s.TimestampsUnixNano().At(s.TimestampsUnixNano().Len()-1) + 1 + uint64(g.rng.IntN(1000)))
+					s.Values().Append(offCPUDuration(g.rng))
+				}
+			}
 			ordinal++
 		}
 	}
 }
+
+// offCPUProfile sets up p as upstream's off-CPU profile: the eBPF profiler
+// v0.0.202633 registers it in tracer/systemconfig.go (setOriginIDs) as
+// SampleType "off_cpu", SampleUnit "nanoseconds", ReportValues true and no
+// PeriodType, and reporter/internal/pdata/generate.go (setProfile) then
+// writes it with no period type and period 0, sample_type
+// off_cpu/nanoseconds, and per sample its timestamps and one value per
+// timestamp (traceInfo.Values: the nanoseconds the thread was off the CPU),
+// with the same sample attributes (thread.name, thread.id,
+// cpu.logical_number) and the same Time and DurationNano as the CPU profile.
+func (g *gen) offCPUProfile(p pprofile.Profile, base pcommon.Timestamp) {
+	p.SampleType().SetTypeStrindex(g.str(OffCPUType))
+	p.SampleType().SetUnitStrindex(g.str(OffCPUUnit))
+	p.SetTime(base)
+	p.SetDurationNano(5e9)
+	p.SetProfileID(g.profileID())
+}
+
+// profileID is a random profile id.
+func (g *gen) profileID() pprofile.ProfileID {
+	var id pprofile.ProfileID
+	for k := range id {
+		id[k] = byte(g.rng.UintN(256))
+	}
+	return id
+}
+
+// offCPUDuration is a wait between 1 µs and 100 ms, in nanoseconds.
+func offCPUDuration(rng *rand.Rand) int64 { return 1_000 + rng.Int64N(100_000_000) }
 
 // stacks adds n stacks of cfg.Depth frames over the process's functions and
 // the shared ones and returns their indices. Root first: a few shared root

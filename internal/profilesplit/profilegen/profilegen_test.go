@@ -72,3 +72,54 @@ func TestGenerateDefaults(t *testing.T) {
 	assert.Equal(t, 1000, profilesplit.Samples(pd))
 	assert.Equal(t, 1000*64, profilesplit.Frames(pd))
 }
+
+// TestGenerateOffCPUShape: the off-CPU profile is upstream's (sample type
+// off_cpu/nanoseconds, no period, one value per timestamp), comes before the
+// CPU profile of its process, and leaves the CPU samples as they were.
+func TestGenerateOffCPUShape(t *testing.T) {
+	cfg := profilegen.Config{Samples: 1000, Depth: 20, Stacks: 100, Resources: 5, Seq: true, Seed: 7}
+	cpuOnly := profilegen.Generate(cfg)
+	cfg.OffCPUSamples = 300
+	pd := profilegen.Generate(cfg)
+	require.NoError(t, profilesplit.Validate(pd))
+	assert.Equal(t, 1300, profilesplit.Samples(pd))
+
+	strs := pd.Dictionary().StringTable()
+	offSamples := 0
+	seqs := map[int64]bool{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		profs := rp.ScopeProfiles().At(0).Profiles()
+		require.Equal(t, 2, profs.Len())
+		off, cpu := profs.At(0), profs.At(1)
+		require.True(t, profilegen.IsOffCPU(pd, off))
+		require.False(t, profilegen.IsOffCPU(pd, cpu))
+		assert.Equal(t, "samples", strs.At(int(cpu.SampleType().TypeStrindex())))
+		assert.Zero(t, off.Period())
+		assert.Zero(t, off.PeriodType().TypeStrindex())
+		assert.Zero(t, off.PeriodType().UnitStrindex())
+		assert.Equal(t, cpu.Time(), off.Time())
+		for _, s := range off.Samples().All() {
+			offSamples++
+			n := s.TimestampsUnixNano().Len()
+			assert.True(t, n >= 1 && n <= 3, "%d events", n)
+			assert.Equal(t, n, s.Values().Len(), "one duration per timestamp")
+			for _, v := range s.Values().All() {
+				assert.True(t, v >= 1_000 && v <= 100_001_000, "%d ns", v)
+			}
+			assert.Equal(t, 4, s.AttributeIndices().Len(), "thread.name, thread.id, cpu.logical_number, seq")
+			seqs[seqOf(t, pd.Dictionary(), s)] = true
+		}
+	}
+	assert.Equal(t, 300, offSamples)
+	assert.Len(t, seqs, 300)
+	nanos, perSvc, cpuSamples := profilegen.OffCPUTotals(pd)
+	assert.Len(t, nanos, 5)
+	var n int64
+	for _, c := range perSvc {
+		n += c
+	}
+	assert.Equal(t, int64(300), n)
+	assert.Equal(t, int64(1000), cpuSamples)
+	_, _, cpuOnlySamples := profilegen.OffCPUTotals(cpuOnly)
+	assert.Equal(t, int64(1000), cpuOnlySamples)
+}
