@@ -8,7 +8,9 @@
 # builds its kube-apiserver), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
-# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
+# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang), and what
+# internal/debugfile's tests use: Debian's debuginfod server, xz, binutils'
+# objcopy and libbinutils-dbg (DWZ-compressed debug info). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -35,6 +37,9 @@ declare -A need=(
 	[x86_64-w64-mingw32-as]=binutils-mingw-w64-x86-64
 	[zip]=zip
 	[etcd]=etcd-server
+	[debuginfod]=debuginfod
+	[xz]=xz-utils
+	[objcopy]=binutils
 )
 pkgs=()
 for cmd in "${!need[@]}"; do
@@ -59,6 +64,9 @@ declare -A runtimes=(
 for f in "${!runtimes[@]}"; do
 	[ -x "$f" ] || pkgs+=(${runtimes[$f]})
 done
+# internal/debugfile's tests: DWZ-compressed debug info (a .gnu_debugaltlink
+# to an alternate file) as Debian ships it.
+dpkg-query -W -f='${Status}' libbinutils-dbg 2>/dev/null | grep -q 'ok installed' || pkgs+=(libbinutils-dbg)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
 	echo "prereqs: installing ${pkgs[*]}"
