@@ -5,6 +5,7 @@ package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/process
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"go.opentelemetry.io/collector/component"
 )
@@ -26,6 +27,10 @@ type Config struct {
 	// MaxFileSizeMiB is the size above which a mapped file is not read: its
 	// frames stay unsymbolized.
 	MaxFileSizeMiB int `mapstructure:"max_file_size_mib"`
+	// DebugDirs are directories of separate debug files on the agent's
+	// host, looked in after the process's own root: by build id
+	// (<dir>/.build-id/xx/yyyy.debug) and by .gnu_debuglink.
+	DebugDirs []string `mapstructure:"debug_dirs"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -44,6 +49,11 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.MaxFileSizeMiB < 1 || cfg.MaxFileSizeMiB > maxMaxFileSizeMiB {
 		return fmt.Errorf("max_file_size_mib: must be between 1 and %d, got %d", maxMaxFileSizeMiB, cfg.MaxFileSizeMiB)
+	}
+	for i, d := range cfg.DebugDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("debug_dirs[%d]: must be an absolute path, got %q", i, d)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,101 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor"
+
+import "sync"
+
+// maxPendingLoads bounds the files waiting to be read; past it a newly
+// seen file is left for a later batch.
+const maxPendingLoads = 256
+
+// loadRequest is a mapping's file to read: its identity, its name, and the
+// processes that map it.
+type loadRequest struct {
+	key   string
+	id    fileIdentity
+	name  string
+	procs []procRef
+}
+
+// loader reads newly seen files one at a time in a goroutine of its own,
+// so that reading and indexing a large file never holds up a batch (nor
+// the processor's lock): the batch that saw the file goes out without its
+// names, later ones get them. One file at a time bounds the memory of the
+// sections being read to one file's.
+type loader struct {
+	p       *symbolizeProcessor
+	queue   chan loadRequest
+	quit    chan struct{}
+	done    sync.WaitGroup // the goroutine
+	work    sync.WaitGroup // requests not finished
+	mu      sync.Mutex
+	waiting map[string]bool
+	once    sync.Once
+}
+
+func newLoader(p *symbolizeProcessor) *loader {
+	l := &loader{
+		p:       p,
+		queue:   make(chan loadRequest, maxPendingLoads),
+		quit:    make(chan struct{}),
+		waiting: map[string]bool{},
+	}
+	l.done.Add(1)
+	go l.run()
+	return l
+}
+
+// pending tells whether a file identity is queued or being read.
+func (l *loader) pending(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting[key]
+}
+
+// enqueue asks for a file to be read, unless it is already asked for or
+// the queue is full (a later batch asks again).
+func (l *loader) enqueue(req loadRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting[req.key] {
+		return
+	}
+	l.work.Add(1)
+	select {
+	case l.queue <- req:
+		l.waiting[req.key] = true
+	default:
+		l.work.Done()
+	}
+}
+
+func (l *loader) run() {
+	defer l.done.Done()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case req := <-l.queue:
+			syms, failures := l.p.loadMapping(req)
+			l.p.loaded(req.key, syms, failures)
+			l.mu.Lock()
+			delete(l.waiting, req.key)
+			l.mu.Unlock()
+			l.work.Done()
+		}
+	}
+}
+
+// wait returns when every file asked for so far has been read.
+func (l *loader) wait() {
+	l.work.Wait()
+}
+
+// stop ends the goroutine, after the file it reads.
+func (l *loader) stop() {
+	l.once.Do(func() {
+		close(l.quit)
+		l.done.Wait()
+	})
+}

@@ -1,0 +1,189 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor"
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
+)
+
+// Sources of a frame's name (the source attribute of the frames_named
+// metric).
+const (
+	sourceSymtab     = "symtab"      // the mapped file's symbol table
+	sourceDebugFile  = "debug_file"  // a separate debug file's symbol table
+	sourceDWARFLines = "dwarf_lines" // DWARF: lines and inlined calls
+)
+
+// Reasons a file failed (the reason attribute of the files_failed metric).
+const (
+	reasonNotFound  = "not_found"       // no such file where the process sees it, or not allowed
+	reasonMismatch  = "mismatch"        // a file of that name, not the mapping's
+	reasonTooLarge  = "too_large"       // past max_file_size_mib, or its DWARF past the memory allowed
+	reasonMalformed = "malformed"       // an ELF file that cannot be read
+	reasonDWARF     = "malformed_dwarf" // its DWARF cannot be read (its symbol table is used)
+	reasonDWZ       = "dwz"             // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink), not read yet
+)
+
+// symbols is what the processor knows of one file identity: a symbol table
+// (the mapped file's, or its debug file's) and, when DWARF was found, its
+// lines and inlined calls.
+type symbols struct {
+	tab       *symtab
+	tabSource string
+	lines     *dwarfindex.Index // nil without DWARF
+	// failures are the reasons of what could not be used on the way
+	// (counted once, when the file is loaded).
+	failures []string
+}
+
+// size is an estimate of the memory kept, in bytes.
+func (s *symbols) size() int {
+	n := s.tab.size
+	if s.lines != nil {
+		n += s.lines.Size()
+	}
+	return n
+}
+
+// loadLimits bound the reading of one file.
+type loadLimits struct {
+	maxFileSize int64    // max_file_size_mib: files, and their DWARF sections decompressed
+	indexBytes  int      // cache_size_mib: the kept symbols and lines of one file
+	debugDirs   []string // debug_dirs
+}
+
+// loadSymbols reads a mapping's file at c (verified against id): its symbol
+// table; DWARF from the file itself when it has some, else from the first
+// separate debug file of the lookup chain (debugSources) that is the
+// file's. The mapped file's symbol table stays when no debug file is found.
+func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error) {
+	f, _, err := openMapped(c.open, id, lim.maxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tab, err := parseSymtab(f, c.shown)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", c.open, err, errUnusable)
+	}
+	s := &symbols{tab: tab, tabSource: sourceSymtab}
+	ef, err := safeELF(f)
+	if err != nil {
+		return s, nil // parseSymtab read it: not reached
+	}
+	if hasDWARF(ef) {
+		s.addDWARF(ef, lim)
+		return s, nil
+	}
+	mf := &mappedFileInfo{pid: c.pid, shown: c.shown}
+	mf.buildID, _ = gnuBuildID(f)
+	mf.link, mf.linkCRC, _ = debugLink(ef)
+	for _, src := range debugSources {
+		for _, dc := range src.candidates(mf, lim.debugDirs) {
+			ok, reason := s.tryDebugFile(dc, mf, lim)
+			if reason != "" {
+				s.failures = append(s.failures, reason)
+			}
+			if ok {
+				return s, nil
+			}
+		}
+	}
+	return s, nil
+}
+
+// tryDebugFile uses the debug file at dc when it is the mapped file's. It
+// returns whether it did, and the reason it failed when the file was there
+// but could not be used ("" when it was not there).
+func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits) (bool, string) {
+	f, err := openInRoot(dc.pid, dc.path)
+	if err != nil {
+		return false, ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return false, ""
+	}
+	if fi.Size() > lim.maxFileSize {
+		return false, reasonTooLarge
+	}
+	if err := verifyDebugFile(f, fi.Size(), mf, lim.maxFileSize); err != nil {
+		if errors.Is(err, errNotTheFile) {
+			return false, reasonMismatch
+		}
+		return false, reasonOf(err)
+	}
+	tab, err := parseSymtab(f, s.tab.path)
+	if err != nil {
+		return false, reasonMalformed
+	}
+	if len(tab.syms) > 0 {
+		tab.segments = s.tab.segments // addresses translate by the mapped file's segments
+		s.tab, s.tabSource = tab, sourceDebugFile
+	}
+	if ef, err := safeELF(f); err == nil && hasDWARF(ef) {
+		s.addDWARF(ef, lim)
+	}
+	return true, ""
+}
+
+// addDWARF indexes a file's DWARF lines and inlined calls; a failure is
+// recorded and the symbol table used alone.
+func (s *symbols) addDWARF(ef *elf.File, lim loadLimits) {
+	if sec := ef.Section(".gnu_debugaltlink"); sec != nil {
+		s.failures = append(s.failures, reasonDWZ)
+	}
+	d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: uint64(lim.maxFileSize), IndexBytes: lim.indexBytes})
+	if err == nil {
+		s.lines, err = dwarfindex.Build(d, dwarfindex.Limits{IndexBytes: lim.indexBytes - s.tab.size}, demangleName)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, dwarfindex.ErrTooLarge):
+		s.failures = append(s.failures, reasonTooLarge)
+	case errors.Is(err, dwarfindex.ErrNoDWARF):
+	default:
+		s.failures = append(s.failures, reasonDWARF)
+	}
+}
+
+// hasDWARF tells whether a file has line tables (not a stripped file's
+// empty or NOBITS sections).
+func hasDWARF(ef *elf.File) bool {
+	for _, n := range []string{".debug_line", ".zdebug_line"} {
+		if s := ef.Section(n); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func safeELF(f *os.File) (ef *elf.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ef, err = nil, fmt.Errorf("malformed ELF file: %v", p)
+		}
+	}()
+	return elf.NewFile(f)
+}
+
+// reasonOf classifies why a file could not be used.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return reasonNotFound
+	case errors.Is(err, errMismatch), errors.Is(err, errNotTheFile):
+		return reasonMismatch
+	case errors.Is(err, errTooLarge), errors.Is(err, dwarfindex.ErrTooLarge):
+		return reasonTooLarge
+	}
+	return reasonMalformed
+}
