@@ -447,3 +447,13 @@ func (d *Debuginfod) makeRoom(n int64) {
 		}
 	}
 }
+
+// Cached reports whether the debug file of a build ID is in the cache,
+// without asking for it.
+func (d *Debuginfod) Cached(buildID string) bool {
+	if d == nil || !ValidBuildID(buildID) {
+		return false
+	}
+	_, err := os.Stat(d.CachePath(buildID))
+	return err == nil
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
 
 const (
@@ -31,6 +33,9 @@ type Config struct {
 	// host, looked in after the process's own root: by build id
 	// (<dir>/.build-id/xx/yyyy.debug) and by .gnu_debuglink.
 	DebugDirs []string `mapstructure:"debug_dirs"`
+	// Debuginfod fetches debug files by build ID from debuginfod servers;
+	// off unless it has URLs (or DEBUGINFOD_URLS is set).
+	Debuginfod debugfile.DebuginfodConfig `mapstructure:"debuginfod"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -39,7 +44,7 @@ type Config struct {
 var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() component.Config {
-	return &Config{CacheSizeMiB: defaultCacheSizeMiB, MaxFileSizeMiB: defaultMaxFileSizeMiB}
+	return &Config{CacheSizeMiB: defaultCacheSizeMiB, MaxFileSizeMiB: defaultMaxFileSizeMiB, Debuginfod: debugfile.DefaultDebuginfodConfig()}
 }
 
 // Validate checks the configuration.
@@ -55,5 +60,5 @@ func (cfg *Config) Validate() error {
 			return fmt.Errorf("debug_dirs[%d]: must be an absolute path, got %q", i, d)
 		}
 	}
-	return nil
+	return cfg.Debuginfod.Validate("debuginfod::")
 }

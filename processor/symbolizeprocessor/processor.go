@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 )
@@ -48,6 +49,10 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 	if err != nil {
 		return nil, err
 	}
+	client, err := debugfile.NewDebuginfod(cfg.Debuginfod, set.Logger)
+	if err != nil {
+		return nil, err
+	}
 	p := &symbolizeProcessor{
 		logger:    set.Logger,
 		telemetry: tb,
@@ -55,6 +60,7 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 			maxFileSize: int64(cfg.MaxFileSizeMiB) << 20,
 			indexBytes:  cfg.CacheSizeMiB << 20,
 			debugDirs:   cfg.DebugDirs,
+			debuginfod:  client,
 		},
 		cache: newSymtabCache(cfg.CacheSizeMiB << 20),
 	}
@@ -65,6 +71,7 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 // shutdown stops the loader (waiting for the file it reads).
 func (p *symbolizeProcessor) shutdown(context.Context) error {
 	p.load.stop()
+	p.limits.debuginfod.Close()
 	p.telemetry.Shutdown()
 	return nil
 }
@@ -77,6 +84,7 @@ type mappingState struct {
 	name     string
 	syms     *symbols
 	resolved bool // looked up (syms nil: not symbolized)
+	reload   bool // read again: its debug file was fetched since
 	procs    []procRef
 }
 
@@ -105,6 +113,14 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			continue
 		}
 		syms, failed := p.cache.get(m.key)
+		if syms != nil && syms.awaitBuildID != "" && p.limits.debuginfod.Cached(syms.awaitBuildID) {
+			// Named as before for this batch; read again with the
+			// fetched debug file for the next ones.
+			syms.awaitBuildID = ""
+			m.syms, m.resolved, m.reload = syms, true, true
+			missing = true
+			continue
+		}
 		if syms != nil || failed || p.load.pending(m.key) {
 			m.syms, m.resolved = syms, true
 			continue
@@ -115,22 +131,22 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 		b.findProcesses()
 		for mi := range b.maps {
 			m := &b.maps[mi]
-			if m.needed && !m.resolved {
+			if m.needed && (!m.resolved || m.reload) {
 				p.load.enqueue(loadRequest{key: m.key, id: m.id, name: m.name, procs: m.procs})
 				m.resolved = true
 			}
 		}
 	}
-	var named [3]int64 // by source: symtab, debug_file, dwarf_lines
+	named := make([]int64, len(namedSources)) // by source
 	var unnamed int64
 	for _, li := range cands {
 		loc := b.locs.At(int(li))
 		m := &b.maps[loc.MappingIndex()]
-		if !b.symbolize(loc, m, p.cache, &named) {
+		if !b.symbolize(loc, m, p.cache, named) {
 			unnamed++
 		}
 	}
-	for i, src := range []string{sourceSymtab, sourceDebugFile, sourceDWARFLines} {
+	for i, src := range namedSources {
 		if named[i] > 0 {
 			p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, named[i], metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
 		}
@@ -143,7 +159,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 
 // symbolize gives a location its lines from its mapping's symbols, and
 // counts it by source. It returns false when it names nothing.
-func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named *[3]int64) bool {
+func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named []int64) bool {
 	if m.syms == nil {
 		return false
 	}
@@ -163,11 +179,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 			return false
 		}
 		loc.Lines().AppendEmpty().SetFunctionIndex(b.function(m, si, cache))
-		if m.syms.tabSource == sourceDebugFile {
-			named[1]++
-		} else {
-			named[0]++
-		}
+		named[sourceIndex(m.syms.tabSource)]++
 		return true
 	}
 	last := len(frames) - 1
@@ -185,7 +197,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 		ln.SetFunctionIndex(b.lineFunction(f))
 		ln.SetLine(f.Line)
 	}
-	named[2]++
+	named[sourceIndex(m.syms.linesSource)]++
 	return true
 }
 
@@ -209,6 +221,14 @@ func (p *symbolizeProcessor) loaded(key string, syms *symbols, failures []string
 // file (run by the loader, off the batch's path and its lock). It returns
 // nil when the file could not be used, and the reasons of the failures.
 func (p *symbolizeProcessor) loadMapping(req loadRequest) (*symbols, []string) {
+	if debugfile.IsVDSO(req.name) {
+		syms, err := loadVDSO(req)
+		if err != nil {
+			p.logger.Debug("native frames of the vDSO stay unsymbolized", zap.String("identity", req.key), zap.Error(err))
+			return nil, []string{reasonOf(err)}
+		}
+		return syms, nil
+	}
 	var lastErr error
 	maps := map[int64][]mappedFile{}
 	mapsOf := func(pid int64) []mappedFile {
@@ -255,7 +275,6 @@ type batch struct {
 	strIndex  map[string]int32
 	funcIndex map[[3]int32]int32
 	symFuncs  map[symRef]int32
-
 }
 
 type symRef struct {

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
 
 // globalDebugDir is the distribution's debug directory, as a process sees
@@ -32,6 +34,10 @@ type mappedFileInfo struct {
 	buildID string // hex, "" when the file has none
 	link    string // .gnu_debuglink's file name, "" when it has none
 	linkCRC uint32
+	// debuginfod is the client of the debuginfod step (nil: off); awaiting
+	// is set when it was asked for a file it has not fetched yet.
+	debuginfod *debugfile.Debuginfod
+	awaiting   bool
 }
 
 // debugCandidate is a place a separate debug file may be: a path opened in
@@ -90,6 +96,8 @@ var debugSources = []debugSource{
 		}
 		return out
 	}},
+	// Last, a debuginfod server's (debugfiles.go).
+	debuginfodStep,
 }
 
 // buildIDPath is the .build-id layout's path of a build id under dir.

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 )
 
@@ -28,7 +30,7 @@ const (
 	reasonTooLarge  = "too_large"       // past max_file_size_mib, or its DWARF past the memory allowed
 	reasonMalformed = "malformed"       // an ELF file that cannot be read
 	reasonDWARF     = "malformed_dwarf" // its DWARF cannot be read (its symbol table is used)
-	reasonDWZ       = "dwz"             // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink), not read yet
+	reasonDWZ       = "dwz"             // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
 )
 
 // symbols is what the processor knows of one file identity: a symbol table
@@ -38,6 +40,11 @@ type symbols struct {
 	tab       *symtab
 	tabSource string
 	lines     *dwarfindex.Index // nil without DWARF
+	// linesSource is the source the frames named from lines count under.
+	linesSource string
+	// awaitBuildID is set when a debuginfod server was asked for the
+	// file's debug file: once it is fetched, the file is read again.
+	awaitBuildID string
 	// failures are the reasons of what could not be used on the way
 	// (counted once, when the file is loaded).
 	failures []string
@@ -57,6 +64,8 @@ type loadLimits struct {
 	maxFileSize int64    // max_file_size_mib: files, and their DWARF sections decompressed
 	indexBytes  int      // cache_size_mib: the kept symbols and lines of one file
 	debugDirs   []string // debug_dirs
+	// debuginfod fetches debug files (nil: off).
+	debuginfod *debugfile.Debuginfod
 }
 
 // loadSymbols reads a mapping's file at c (verified against id): its symbol
@@ -79,15 +88,15 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 		return s, nil // parseSymtab read it: not reached
 	}
 	if hasDWARF(ef) {
-		s.addDWARF(ef, lim)
+		s.addDWARF(ef, debugCandidate{pid: c.pid, path: c.shown}, sourceDWARFLines, lim)
 		return s, nil
 	}
-	mf := &mappedFileInfo{pid: c.pid, shown: c.shown}
+	mf := &mappedFileInfo{pid: c.pid, shown: c.shown, debuginfod: lim.debuginfod}
 	mf.buildID, _ = gnuBuildID(f)
 	mf.link, mf.linkCRC, _ = debugLink(ef)
 	for _, src := range debugSources {
 		for _, dc := range src.candidates(mf, lim.debugDirs) {
-			ok, reason := s.tryDebugFile(dc, mf, lim)
+			ok, reason := s.tryDebugFile(dc, mf, lim, sourceOfDebugFile(src.name))
 			if reason != "" {
 				s.failures = append(s.failures, reason)
 			}
@@ -96,13 +105,18 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 			}
 		}
 	}
+	if mf.awaiting {
+		s.awaitBuildID = strings.ToLower(mf.buildID)
+	}
+	// No debug file: the names of the file's MiniDebugInfo, if any.
+	s.addMiniDebugInfo(ef, lim)
 	return s, nil
 }
 
 // tryDebugFile uses the debug file at dc when it is the mapped file's. It
 // returns whether it did, and the reason it failed when the file was there
 // but could not be used ("" when it was not there).
-func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits) (bool, string) {
+func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits, source string) (bool, string) {
 	f, err := openInRoot(dc.pid, dc.path)
 	if err != nil {
 		return false, ""
@@ -127,23 +141,32 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 	}
 	if len(tab.syms) > 0 {
 		tab.segments = s.tab.segments // addresses translate by the mapped file's segments
-		s.tab, s.tabSource = tab, sourceDebugFile
+		s.tab, s.tabSource = tab, source
 	}
 	if ef, err := safeELF(f); err == nil && hasDWARF(ef) {
-		s.addDWARF(ef, lim)
+		linesSource := sourceDWARFLines
+		if source == sourceDebuginfod {
+			linesSource = sourceDebuginfod
+		}
+		s.addDWARF(ef, dc, linesSource, lim)
 	}
 	return true, ""
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is
 // recorded and the symbol table used alone.
-func (s *symbols) addDWARF(ef *elf.File, lim loadLimits) {
-	if sec := ef.Section(".gnu_debugaltlink"); sec != nil {
-		s.failures = append(s.failures, reasonDWZ)
-	}
+// where is the file (as its process sees it), for its DWZ alternate file;
+// source what its lines count under (sourceDWZ when names come from an
+// alternate file).
+func (s *symbols) addDWARF(ef *elf.File, where debugCandidate, source string, lim loadLimits) {
 	d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: uint64(lim.maxFileSize), IndexBytes: lim.indexBytes})
 	if err == nil {
-		s.lines, err = dwarfindex.Build(d, dwarfindex.Limits{IndexBytes: lim.indexBytes - s.tab.size}, demangleName)
+		var altFailures []string
+		s.lines, s.linesSource, altFailures, err = buildDWARF(ef, d, where, lim, dwarfindex.Limits{IndexBytes: lim.indexBytes - s.tab.size})
+		if s.linesSource == sourceDWARFLines {
+			s.linesSource = source
+		}
+		s.failures = append(s.failures, altFailures...)
 	}
 	switch {
 	case err == nil:

@@ -230,6 +230,9 @@ type builder struct {
 	demangle func(string) string
 	limit    int
 	rd       *dwarf.Reader // for abstract origins and specifications
+	// altNames names an entry whose names are in a DWZ alternate file (nil
+	// without one).
+	altNames func(*dwarf.Entry) (name, linkage string, err error)
 }
 
 func (b *builder) str(s string) uint32 {
@@ -255,6 +258,15 @@ func (b *builder) grow(n int) error {
 // subroutines of d. demangle gives a linkage name's display name. It never
 // panics: a malformed input is an error.
 func Build(d *dwarf.Data, limits Limits, demangle func(string) string) (ix *Index, err error) {
+	return BuildWithAlt(d, limits, demangle, nil)
+}
+
+// BuildWithAlt is Build for DWARF that dwz compressed: the names of entries
+// that Build finds none for (their DW_AT_name, DW_AT_linkage_name or
+// DW_AT_abstract_origin in DW_FORM_GNU_strp_alt, DW_FORM_GNU_ref_alt and
+// DWARF 5's _sup forms, which debug/dwarf leaves as offsets into the
+// alternate file) come from altNames (debugfile.Names.Name).
+func BuildWithAlt(d *dwarf.Data, limits Limits, demangle func(string) string, altNames func(*dwarf.Entry) (name, linkage string, err error)) (ix *Index, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ix, err = nil, fmt.Errorf("malformed DWARF: %v", p)
@@ -268,6 +280,7 @@ func Build(d *dwarf.Data, limits Limits, demangle func(string) string) (ix *Inde
 		demangle: demangle,
 		limit:    limits.IndexBytes,
 		rd:       d.Reader(),
+		altNames: altNames,
 	}
 	b.str("")
 	r := d.Reader()
@@ -402,6 +415,22 @@ func (b *builder) function(e *dwarf.Entry) (uint32, error) {
 
 // names0 returns a DIE's display name and system (linkage) name.
 func (b *builder) names0(e *dwarf.Entry, hops int) (name, sys string) {
+	name, sys = b.localNames(e, hops)
+	if name == "" && b.altNames != nil {
+		n, link, err := b.altNames(e)
+		switch {
+		case err != nil:
+		case link != "":
+			return b.demangle(link), link
+		case n != "":
+			return n, n
+		}
+	}
+	return name, sys
+}
+
+// localNames is names0 within d alone.
+func (b *builder) localNames(e *dwarf.Entry, hops int) (name, sys string) {
 	name, _ = e.Val(dwarf.AttrName).(string)
 	link, _ := e.Val(dwarf.AttrLinkageName).(string)
 	if link == "" {
