@@ -68,7 +68,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSymbolizeFramesNamed, err = builder.meter.Int64Counter(
 		"otelcol_processor_symbolize_frames_named",
-		metric.WithDescription("Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod). [Development]"),
+		metric.WithDescription("Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz). [Development]"),
 		metric.WithUnit("{location}"),
 	)
 	errs = errors.Join(errs, err)

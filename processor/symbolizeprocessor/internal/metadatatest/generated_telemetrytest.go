@@ -40,7 +40,7 @@ func AssertEqualProcessorSymbolizeFilesFailed(t *testing.T, tt *componenttest.Te
 func AssertEqualProcessorSymbolizeFramesNamed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_symbolize_frames_named",
-		Description: "Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod). [Development]",
+		Description: "Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz). [Development]",
 		Unit:        "{location}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
