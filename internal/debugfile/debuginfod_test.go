@@ -352,3 +352,75 @@ func TestDebuginfodNeverShowsCredentials(t *testing.T) {
 		t.Fatalf("the server is not named at all: %s", all.String())
 	}
 }
+
+// paddedDebugFiles makes n debug files of hotC with distinct build IDs,
+// each padded to about pad bytes, and returns them by build ID, in order.
+func paddedDebugFiles(t *testing.T, n, pad int) ([]string, map[string][]byte) {
+	t.Helper()
+	need(t, "gcc", "objcopy")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hot.c")
+	padFile := filepath.Join(dir, "pad")
+	if err := os.WriteFile(src, []byte(hotC), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(padFile, make([]byte, pad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	files := map[string][]byte{}
+	for i := range n {
+		bin := filepath.Join(dir, fmt.Sprintf("hot%d", i))
+		run(t, "gcc", "-g", "-O2", fmt.Sprintf("-Wl,--build-id=0x%040x", i+1), "-o", bin, src)
+		run(t, "objcopy", "--only-keep-debug", "--add-section", ".nxv_pad="+padFile, bin, bin+".debug")
+		data, err := os.ReadFile(bin + ".debug")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := buildIDOf(t, bin)
+		ids = append(ids, id)
+		files[id] = data
+	}
+	return ids, files
+}
+
+func TestDebuginfodCacheStaysWithinItsSize(t *testing.T) {
+	ids, files := paddedDebugFiles(t, 4, 256<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/buildid/"), "/debuginfo")
+		if data, ok := files[id]; ok {
+			_, _ = w.Write(data)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cfg := testConfig(t, srv.URL)
+	cfg.CacheSizeMiB = 1 // three files fit, not four
+	d, _, _ := newTestClient(t, cfg)
+	for _, id := range ids[:3] {
+		if _, err := d.Fetch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first one used again: the second is now the least recently used.
+	later := time.Now().Add(time.Hour)
+	d.now = func() time.Time { return later }
+	if _, ok := d.Lookup(ids[0]); !ok {
+		t.Fatal("the first file is not cached")
+	}
+	if _, err := d.Fetch(context.Background(), ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, true, true} {
+		if got := d.Cached(ids[i]); got != want {
+			t.Errorf("file %d cached: %v, want %v", i, got, want)
+		}
+	}
+	if size := dirSize(t, cfg.CacheDir); size > int64(cfg.CacheSizeMiB)<<20 {
+		t.Fatalf("cache holds %d bytes, over %d MiB", size, cfg.CacheSizeMiB)
+	}
+	if d.Stats.Evicted.Load() != 1 {
+		t.Fatalf("evicted %d", d.Stats.Evicted.Load())
+	}
+}
