@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
@@ -174,4 +175,22 @@ func loadVDSO(req loadRequest) (*symbols, error) {
 		return nil, fmt.Errorf("[vdso]: no process to read it from: %w", os.ErrNotExist)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// loadHeld reads a mapping's file from the files the profiling receiver
+// holds (debugfile.Held): the file of a process that has exited, or of a
+// container that stopped, which the profiler saw. Its debug files are
+// looked for on the host.
+func loadHeld(req loadRequest, lim loadLimits) (*symbols, bool) {
+	if req.id.htlhash == "" {
+		return nil, false
+	}
+	f, shown, ok := debugfile.Held.Open(req.id.htlhash)
+	if !ok {
+		return nil, false
+	}
+	defer f.Close()
+	c := candidate{open: "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), shown: shown}
+	syms, err := loadSymbols(c, req.id, lim)
+	return syms, err == nil
 }

@@ -4,10 +4,12 @@
 package symbolizeprocessor
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"debug/dwarf"
 	"debug/elf"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -251,4 +253,33 @@ func TestSymbolizeDWZ(t *testing.T) {
 	// From DWARF through the alternate (the debug file's .symtab has the
 	// name too: the source tells them apart).
 	assertNamedBy(t, tt, sourceDWZ, 1)
+}
+
+// TestSymbolizeExitedProcess: a program that has exited, its binary
+// deleted, is named from the file the profiling receiver held for it when
+// the profiler saw it (debugfile.Held, filled here as the receiver's hook
+// does: the file opened through /proc/<pid>/map_files).
+func TestSymbolizeExitedProcess(t *testing.T) {
+	lp := buildLeafProgram(t)
+	cmd := exec.Command(lp.bin, "wait")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	pid := cmd.Process.Pid
+	start, end := procMapping(t, pid, lp.bin, lp.offset)
+	f, err := os.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, start, end))
+	require.NoError(t, err)
+	debugfile.Held.Hold(lp.id, lp.bin, f)
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	removeFile(t, lp.bin)
+	pd, leaf := lp.batch(pid, lp.bin, mappingSpec{htlhash: lp.id})
+
+	process(t, newTestProcessor(t), pd)
+
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
 }

@@ -255,6 +255,9 @@ func (p *symbolizeProcessor) loadMapping(req loadRequest) (*symbols, []string) {
 		// Not there, not allowed (map_files needs CAP_SYS_ADMIN or
 		// CAP_CHECKPOINT_RESTORE), or another file: the next place.
 	}
+	if syms, ok := loadHeld(req, p.limits); ok {
+		return syms, syms.failures
+	}
 	if lastErr == nil {
 		lastErr = os.ErrNotExist
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/ebpf-profiler/collector/config"
 	"go.uber.org/zap"
 
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/memlock"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/metadata"
 )
@@ -35,7 +36,7 @@ func NewFactory() receiver.Factory {
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
 			return cfg
 		},
-		xreceiver.WithProfiles(createProfiles(ebpfcollector.BuildProfilesReceiver(), memlock.Prepare), metadata.ProfilesStability),
+		xreceiver.WithProfiles(createProfiles(ebpfcollector.BuildProfilesReceiver(ebpfcollector.WithExecutableReporter(executableHolder{held: debugfile.Held})), memlock.Prepare), metadata.ProfilesStability),
 	)
 }
 
