@@ -255,7 +255,6 @@ type batch struct {
 	strIndex  map[string]int32
 	funcIndex map[[3]int32]int32
 	symFuncs  map[symRef]int32
-
 }
 
 type symRef struct {
