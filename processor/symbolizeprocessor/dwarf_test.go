@@ -8,7 +8,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,80 +20,49 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/nexovue/otelcol-nexovue/internal/dwarftest"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadatatest"
 )
 
 // frames returns a location's lines as expected frames (the function's
 // name, the base name of its file, the line), and the system names.
-func frames(pd pprofile.Profiles, li int32) (out []expectedFrame, system []string) {
+func frames(pd pprofile.Profiles, li int32) (out []dwarftest.Frame, system []string) {
 	d := pd.Dictionary()
 	str := func(i int32) string { return d.StringTable().At(int(i)) }
 	for _, ln := range d.LocationTable().At(int(li)).Lines().All() {
 		f := d.FunctionTable().At(int(ln.FunctionIndex()))
-		out = append(out, expectedFrame{name: str(f.NameStrindex()), file: baseName(str(f.FilenameStrindex())), line: ln.Line()})
+		out = append(out, dwarftest.Frame{Name: str(f.NameStrindex()), File: dwarftest.BaseName(str(f.FilenameStrindex())), Line: ln.Line()})
 		system = append(system, str(f.SystemNameStrindex()))
 	}
 	return out, system
 }
 
-func run(tb testing.TB, name string, args ...string) {
-	tb.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	require.NoError(tb, err, "%s %v (binutils: run `make prereqs`): %s", name, args, out)
-}
-
 // inlProgram is inl.c built with -g -O2 (its hot function inlined into its
 // caller), stripped, its DWARF kept in a separate debug file.
-type inlProgram struct {
-	bin, debug string // the stripped program, its debug file
-	full       string // the program before stripping
-	// oracle is the same program built with DWARF 4, whose code is the
-	// same (checked): readelf's expected frames are read from it, as
-	// binutils 2.40 does not print every DWARF 5 range list.
-	oracle string
-}
+type inlProgram struct{ dwarftest.Program }
 
-// buildInlProgram builds inl.c; with link, the stripped program gets a
-// .gnu_debuglink to its debug file (next to it); extra are gcc's further
-// flags.
+// buildInlProgram builds inl.c into dir; with link, the stripped program
+// gets a .gnu_debuglink to its debug file (next to it); extra are gcc's
+// further flags.
 func buildInlProgram(t *testing.T, dir string, link bool, extra ...string) inlProgram {
 	t.Helper()
-	full := compile(t, dir, "inl.c", "inl-full", append([]string{"-g", "-O2"}, extra...)...)
-	oracle := compile(t, dir, "inl.c", "inl-dwarf4", append([]string{"-g", "-O2", "-gdwarf-4"}, extra...)...)
-	require.Equal(t, sectionData(t, full, ".text"), sectionData(t, oracle, ".text"), "the DWARF 4 build has the same code")
-	p := inlProgram{full: full, bin: filepath.Join(dir, "inl"), debug: filepath.Join(dir, "inl.debug"), oracle: oracle}
-	run(t, "objcopy", "--only-keep-debug", full, p.debug)
-	run(t, "strip", "--strip-all", "-o", p.bin, full)
-	if link {
-		run(t, "objcopy", "--add-gnu-debuglink="+p.debug, p.bin)
-	}
-	return p
-}
-
-func sectionData(t *testing.T, file, name string) []byte {
-	t.Helper()
-	ef, err := elf.Open(file)
+	src, err := filepath.Abs(filepath.Join("testdata", "src", "inl.c"))
 	require.NoError(t, err)
-	defer ef.Close()
-	s := ef.Section(name)
-	require.NotNil(t, s, "%s has no %s", file, name)
-	b, err := s.Data()
-	require.NoError(t, err)
-	return b
+	return inlProgram{dwarftest.Build(t, src, dir, "inl", link, extra...)}
 }
 
 // batch is one sample per address in the stripped program, of a process
 // (pid 0: none) whose executable it is.
 func (p inlProgram) batch(t *testing.T, pid int, addrs []uint64) (pprofile.Profiles, []int32) {
 	t.Helper()
-	off, start, end := textMapping(t, p.bin)
+	off, start, end := textMapping(t, p.Bin)
 	b := newProfileBuilder()
-	m := b.mapping(mappingSpec{name: filepath.Base(p.bin), start: start, end: end, offset: off, htlhash: fileID(t, p.bin)})
+	m := b.mapping(mappingSpec{name: filepath.Base(p.Bin), start: start, end: end, offset: off, htlhash: fileID(t, p.Bin)})
 	var locs []int32
 	for _, a := range addrs {
 		locs = append(locs, b.location(m, a, "native"))
 	}
-	b.process(pid, p.bin, locs)
+	b.process(pid, p.Bin, locs)
 	return b.pd, locs
 }
 
@@ -105,15 +73,15 @@ func (p inlProgram) batch(t *testing.T, pid int, addrs []uint64) (pprofile.Profi
 func checkInlined(t *testing.T, p inlProgram, pd pprofile.Profiles, locs []int32, addrs []uint64) {
 	t.Helper()
 	for i, a := range addrs {
-		want := readelfFrames(t, p.oracle, a)
+		want := dwarftest.Frames(t, p.Oracle, a)
 		require.Len(t, want, 2, "readelf: %#x is in nxv_inl_hot inlined into nxv_inl_caller", a)
-		require.Equal(t, "nxv_inl_hot", want[0].name)
-		require.Equal(t, "nxv_inl_caller", want[1].name)
+		require.Equal(t, "nxv_inl_hot", want[0].Name)
+		require.Equal(t, "nxv_inl_caller", want[1].Name)
 		got, system := frames(pd, locs[i])
 		assert.Equal(t, want, got, "frames at %#x, innermost first", a)
 		assert.Equal(t, []string{"nxv_inl_hot", "nxv_inl_caller"}, system)
 	}
-	t.Logf("%d addresses in the inlined function, e.g. %#x: %v", len(addrs), addrs[0], readelfFrames(t, p.oracle, addrs[0]))
+	t.Logf("%d addresses in the inlined function, e.g. %#x: %v", len(addrs), addrs[0], dwarftest.Frames(t, p.Oracle, addrs[0]))
 }
 
 // TestDWARFInlinedFromDebugLink: a stripped -g -O2 program whose DWARF is
@@ -123,8 +91,8 @@ func checkInlined(t *testing.T, p inlProgram, pd pprofile.Profiles, locs []int32
 // frames are counted as named from DWARF lines.
 func TestDWARFInlinedFromDebugLink(t *testing.T) {
 	p := buildInlProgram(t, t.TempDir(), true)
-	pid := startWaiting(t, p.bin)
-	addrs := inlinedAddrs(t, p.oracle, "nxv_inl_hot")
+	pid := startWaiting(t, p.Bin)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
 	pd, locs := p.batch(t, pid, addrs)
 
 	tt := componenttest.NewTelemetry()
@@ -149,7 +117,7 @@ func TestDWARFInlinedFromDebugLink(t *testing.T) {
 func TestDWARFInlinedByBuildID(t *testing.T) {
 	dir := t.TempDir()
 	p := buildInlProgram(t, dir, false)
-	id := gnuID(t, p.bin)
+	id := gnuID(t, p.Bin)
 	good := filepath.Join(dir, "debug-good")
 	bad := filepath.Join(dir, "debug-bad")
 	place := func(root, file string) {
@@ -159,11 +127,11 @@ func TestDWARFInlinedByBuildID(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(dst, data, 0o644))
 	}
-	place(good, p.debug)
+	place(good, p.Debug)
 	other := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=1") // another build id
-	require.NotEqual(t, id, gnuID(t, other.bin))
-	place(bad, other.debug)
-	addrs := inlinedAddrs(t, p.oracle, "nxv_inl_hot")
+	require.NotEqual(t, id, gnuID(t, other.Bin))
+	place(bad, other.Debug)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
 	pd, locs := p.batch(t, 0, addrs)
 
 	tt := componenttest.NewTelemetry()
@@ -189,25 +157,25 @@ func TestDWARFDebugLinkCRC(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := buildInlProgram(t, t.TempDir(), true, "-Wl,--build-id=none")
 			if tc.corrupt {
-				f, err := os.OpenFile(p.debug, os.O_WRONLY|os.O_APPEND, 0)
+				f, err := os.OpenFile(p.Debug, os.O_WRONLY|os.O_APPEND, 0)
 				require.NoError(t, err)
 				_, err = f.Write([]byte("x"))
 				require.NoError(t, err)
 				require.NoError(t, f.Close())
 			}
-			addrs := inlinedAddrs(t, p.oracle, "nxv_inl_hot")
-			off, start, end := textMapping(t, p.bin)
+			addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+			off, start, end := textMapping(t, p.Bin)
 			b := newProfileBuilder()
-			m := b.mapping(mappingSpec{name: filepath.Base(p.bin), start: start, end: end, offset: off, htlhash: fileID(t, p.bin)})
+			m := b.mapping(mappingSpec{name: filepath.Base(p.Bin), start: start, end: end, offset: off, htlhash: fileID(t, p.Bin)})
 			loc := b.location(m, addrs[0], "native")
-			b.process(0, p.bin, []int32{loc})
+			b.process(0, p.Bin, []int32{loc})
 			process(t, newTestProcessor(t), b.pd)
 			got, _ := frames(b.pd, loc)
 			if tc.corrupt {
 				assert.Empty(t, got, "a stripped program without its debug file: no name")
 				return
 			}
-			assert.Equal(t, readelfFrames(t, p.oracle, addrs[0]), got)
+			assert.Equal(t, dwarftest.Frames(t, p.Oracle, addrs[0]), got)
 		})
 	}
 }
@@ -216,14 +184,14 @@ func TestDWARFDebugLinkCRC(t *testing.T) {
 // is read alone; main's frame is named and lined too.
 func TestDWARFInMappedFile(t *testing.T) {
 	p := buildInlProgram(t, t.TempDir(), false)
-	p.bin = p.full
-	addrs := inlinedAddrs(t, p.oracle, "nxv_inl_hot")
-	mainAddr := nmSymbols(t, p.full, false)["main"].addr
+	p.Bin = p.Full
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	mainAddr := nmSymbols(t, p.Full, false)["main"].addr
 	pd, locs := p.batch(t, 0, append(addrs, mainAddr))
 	process(t, newTestProcessor(t), pd)
 	checkInlined(t, p, pd, locs[:len(addrs)], addrs)
 	got, _ := frames(pd, locs[len(addrs)])
-	assert.Equal(t, readelfFrames(t, p.oracle, mainAddr), got)
+	assert.Equal(t, dwarftest.Frames(t, p.Oracle, mainAddr), got)
 }
 
 // TestDWARFMalformed: a debug file whose DWARF is cut short or garbled, or
@@ -248,7 +216,7 @@ func TestDWARFMalformed(t *testing.T) {
 			})
 		}},
 		{"decompression bomb", "too_large", func(t *testing.T, debug string) {
-			run(t, "objcopy", "--compress-debug-sections=zlib", debug)
+			dwarftest.Run(t, "objcopy", "--compress-debug-sections=zlib", debug)
 			overwriteSection(t, debug, ".debug_info", func(b []byte) {
 				// Elf64_Chdr: type, reserved, size, align.
 				binary.LittleEndian.PutUint64(b[8:], 1<<40)
@@ -257,14 +225,14 @@ func TestDWARFMalformed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := buildInlProgram(t, t.TempDir(), true)
-			addrs := inlinedAddrs(t, p.oracle, "nxv_inl_hot")
-			tc.damage(t, p.debug)
+			addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+			tc.damage(t, p.Debug)
 			pd, locs := p.batch(t, 0, addrs[:1])
 			tt := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
 			process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
 			got, _ := frames(pd, locs[0])
-			assert.Equal(t, []expectedFrame{{name: "nxv_inl_caller", file: "inl"}}, got, "named from the debug file's symbol table")
+			assert.Equal(t, []dwarftest.Frame{{Name: "nxv_inl_caller", File: "inl"}}, got, "named from the debug file's symbol table")
 			metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
 				{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", tc.reason))},
 			}, metricdatatest.IgnoreTimestamp())
@@ -326,7 +294,7 @@ func TestDWARFLibc(t *testing.T) {
 	got, _ := frames(b.pd, loc)
 	require.NotEmpty(t, got, "libc frame at %#x named", addr)
 	t.Logf("%s+16 (%#x): %v", static, addr, got)
-	row := lineAt(t, readelfLines(t, debug), addr)
-	assert.Equal(t, expectedFrame{name: got[0].name, file: row.file, line: row.line}, got[0], "innermost frame at readelf's line")
-	assert.Equal(t, "msort_with_tmp", got[len(got)-1].name, "the real function last")
+	row := dwarftest.LineAt(t, dwarftest.Lines(t, debug), addr)
+	assert.Equal(t, dwarftest.Frame{Name: got[0].Name, File: row.File, Line: row.Line}, got[0], "innermost frame at readelf's line")
+	assert.Equal(t, "msort_with_tmp", got[len(got)-1].Name, "the real function last")
 }
