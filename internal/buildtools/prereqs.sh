@@ -8,7 +8,8 @@
 # builds its kube-apiserver), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
-# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
+# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang), libc's
+# debug file (libc6-dbg) and binutils for the symbolize processor. Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -59,6 +60,11 @@ declare -A runtimes=(
 for f in "${!runtimes[@]}"; do
 	[ -x "$f" ] || pkgs+=(${runtimes[$f]})
 done
+# The symbolize processor's tests read libc's separate debug file (Debian's
+# libc6-dbg, under /usr/lib/debug/.build-id) and use binutils (readelf,
+# objcopy, strip) to make and check stripped programs and debug files.
+dpkg -s libc6-dbg >/dev/null 2>&1 || pkgs+=(libc6-dbg)
+command -v readelf >/dev/null && command -v objcopy >/dev/null || pkgs+=(binutils)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
 	echo "prereqs: installing ${pkgs[*]}"

@@ -246,9 +246,10 @@ next:
 
 // startAgent starts the shipped agent config (real eBPF profiler, through
 // testenv.StartCollector) sending to srv with testKey, plus an overlay: a 2 s
-// reporter interval and a file exporter next to the nexovue one. It returns
-// the file exporter's path (JSON lines) and the collector.
-func startAgent(t *testing.T, srv *ingest.Server) (string, *testenv.Process) {
+// reporter interval and a file exporter next to the nexovue one, and extra
+// (further top-level YAML of the overlay, such as a processors section). It
+// returns the file exporter's path (JSON lines) and the collector.
+func startAgent(t *testing.T, srv *ingest.Server, extra ...string) (string, *testenv.Process) {
 	t.Helper()
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
@@ -263,7 +264,7 @@ service:
   pipelines:
     profiles:
       exporters: [nexovue, file/e2e]
-`, sinkPath))
+`, sinkPath)+strings.Join(extra, "\n"))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
