@@ -31,7 +31,7 @@ import (
 )
 
 // writeFile writes content to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
@@ -251,6 +251,13 @@ next:
 // returns the file exporter's path (JSON lines) and the collector.
 func startAgent(t *testing.T, srv *ingest.Server, extra ...string) (string, *testenv.Process) {
 	t.Helper()
+	return startAgentWith(t, srv, nil, extra...)
+}
+
+// startAgentWith is startAgent with the collector run through wrap
+// (testenv.CollectorOptions.Wrap; nil: directly).
+func startAgentWith(t testing.TB, srv *ingest.Server, wrap []string, extra ...string) (string, *testenv.Process) {
+	t.Helper()
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
 	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
@@ -268,7 +275,7 @@ service:
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate}, Wrap: wrap,
 	})
 	return sinkPath, p
 }
