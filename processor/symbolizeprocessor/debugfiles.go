@@ -110,12 +110,12 @@ func openAlt(ef *elf.File, where debugCandidate, lim loadLimits) (*debugfile.Alt
 	self, _ := debugfile.BuildID(ef)
 	dir := path.Dir(where.path)
 	inRoot := func(p string) (*os.File, error) { return openInRoot(where.pid, p) }
-	alt, err := debugfile.OpenAlt(link, self, dir, []string{globalDebugDir}, inRoot, lim.maxFileSize)
+	alt, err := debugfile.OpenAlt(link, self, dir, []string{globalDebugDir}, inRoot, int64(lim.indexBytes))
 	if err == nil || len(lim.debugDirs) == 0 {
 		return alt, err
 	}
 	hostLink := debugfile.AltLink{Path: path.Join(lim.debugDirs[0], path.Base(link.Path)), BuildID: link.BuildID}
-	alt2, err2 := debugfile.OpenAlt(hostLink, self, lim.debugDirs[0], lim.debugDirs, os.Open, lim.maxFileSize)
+	alt2, err2 := debugfile.OpenAlt(hostLink, self, lim.debugDirs[0], lim.debugDirs, os.Open, int64(lim.indexBytes))
 	if err2 == nil {
 		return alt2, nil
 	}

@@ -3,7 +3,11 @@
 
 package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor"
 
-import "sync"
+import (
+	"sync"
+
+	"go.uber.org/zap"
+)
 
 // maxPendingLoads bounds the files waiting to be read; past it a newly
 // seen file is left for a later batch.
@@ -77,7 +81,7 @@ func (l *loader) run() {
 		case <-l.quit:
 			return
 		case req := <-l.queue:
-			syms, failures := l.p.loadMapping(req)
+			syms, failures := l.load(req)
 			l.p.loaded(req.key, syms, failures)
 			l.mu.Lock()
 			delete(l.waiting, req.key)
@@ -85,6 +89,19 @@ func (l *loader) run() {
 			l.work.Done()
 		}
 	}
+}
+
+// load reads one file; a panic on the way (a reader's bug on a hostile
+// file) is a failure of that file, never the agent's end.
+func (l *loader) load(req loadRequest) (syms *symbols, failures []string) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.p.logger.Warn("reading a mapping's file failed",
+				zap.String("mapping", req.name), zap.String("identity", req.key), zap.Any("panic", p))
+			syms, failures = nil, []string{reasonMalformed}
+		}
+	}()
+	return l.p.loadMapping(req)
 }
 
 // wait returns when every file asked for so far has been read.

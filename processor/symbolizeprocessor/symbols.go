@@ -61,11 +61,14 @@ func (s *symbols) size() int {
 
 // loadLimits bound the reading of one file.
 type loadLimits struct {
-	maxFileSize int64    // max_file_size_mib: files, and their DWARF sections decompressed
-	indexBytes  int      // cache_size_mib: the kept symbols and lines of one file
+	maxFileSize int64    // max_file_size_mib: the files read
+	indexBytes  int      // cache_size_mib: a file's DWARF sections read (decompressed), and the symbols and lines kept of it
 	debugDirs   []string // debug_dirs
 	// debuginfod fetches debug files (nil: off).
 	debuginfod *debugfile.Debuginfod
+	// symtabOnly reads the mapped file's symbol table alone, as the
+	// processor did before DWARF (the benchmarks' baseline).
+	symtabOnly bool
 }
 
 // loadSymbols reads a mapping's file at c (verified against id): its symbol
@@ -84,8 +87,8 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 	}
 	s := &symbols{tab: tab, tabSource: sourceSymtab}
 	ef, err := safeELF(f)
-	if err != nil {
-		return s, nil // parseSymtab read it: not reached
+	if err != nil || lim.symtabOnly {
+		return s, nil
 	}
 	if hasDWARF(ef) {
 		s.addDWARF(ef, debugCandidate{pid: c.pid, path: c.shown}, sourceDWARFLines, lim)
@@ -159,7 +162,9 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 // source what its lines count under (sourceDWZ when names come from an
 // alternate file).
 func (s *symbols) addDWARF(ef *elf.File, where debugCandidate, source string, lim loadLimits) {
-	d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: uint64(lim.maxFileSize), IndexBytes: lim.indexBytes})
+	// The sections read, decompressed, and the index kept each fit in
+	// cache_size_mib, whatever the file holds (a DWZ alternate's too).
+	d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: uint64(lim.indexBytes)})
 	if err == nil {
 		var altFailures []string
 		s.lines, s.linesSource, altFailures, err = buildDWARF(ef, d, where, lim, dwarfindex.Limits{IndexBytes: lim.indexBytes - s.tab.size})
