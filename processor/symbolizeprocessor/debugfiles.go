@@ -178,14 +178,14 @@ func loadVDSO(req loadRequest) (*symbols, error) {
 }
 
 // loadHeld reads a mapping's file from the files the profiling receiver
-// holds (debugfile.Held): the file of a process that has exited, or of a
+// holds (debugfile.Held, or a test's): the file of a process that has exited, or of a
 // container that stopped, which the profiler saw. Its debug files are
 // looked for on the host.
-func loadHeld(req loadRequest, lim loadLimits) (*symbols, bool) {
+func loadHeld(held *debugfile.HeldFiles, req loadRequest, lim loadLimits) (*symbols, bool) {
 	if req.id.htlhash == "" {
 		return nil, false
 	}
-	f, shown, ok := debugfile.Held.Open(req.id.htlhash)
+	f, shown, ok := held.Open(req.id.htlhash)
 	if !ok {
 		return nil, false
 	}

@@ -272,14 +272,17 @@ func TestSymbolizeExitedProcess(t *testing.T) {
 	start, end := procMapping(t, pid, lp.bin, lp.offset)
 	f, err := os.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, start, end))
 	require.NoError(t, err)
-	debugfile.Held.Hold(lp.id, lp.bin, f)
+	held := debugfile.NewHeldFiles(4)
+	held.Hold(lp.id, lp.bin, f)
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	removeFile(t, lp.bin)
 	pd, leaf := lp.batch(pid, lp.bin, mappingSpec{htlhash: lp.id})
 
-	process(t, newTestProcessor(t), pd)
+	p := newTestProcessor(t)
+	p.held = held
+	process(t, p, pd)
 
 	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
 }

@@ -38,6 +38,9 @@ type symbolizeProcessor struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	limits    loadLimits
+	// held are the executables the profiling receiver holds open
+	// (debugfile.Held; a test's own).
+	held *debugfile.HeldFiles
 
 	mu    sync.Mutex // guards cache, and the symbols in it
 	cache *symtabCache
@@ -62,6 +65,7 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 			debugDirs:   cfg.DebugDirs,
 			debuginfod:  client,
 		},
+		held:  debugfile.Held,
 		cache: newSymtabCache(cfg.CacheSizeMiB << 20),
 	}
 	p.load = newLoader(p)
@@ -255,7 +259,7 @@ func (p *symbolizeProcessor) loadMapping(req loadRequest) (*symbols, []string) {
 		// Not there, not allowed (map_files needs CAP_SYS_ADMIN or
 		// CAP_CHECKPOINT_RESTORE), or another file: the next place.
 	}
-	if syms, ok := loadHeld(req, p.limits); ok {
+	if syms, ok := loadHeld(p.held, req, p.limits); ok {
 		return syms, syms.failures
 	}
 	if lastErr == nil {
