@@ -72,6 +72,14 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 	return p, nil
 }
 
+// debuginfodHas tells whether the debuginfod client has fetched a build
+// ID's debug file; if not, it asks for it (again, once a miss's
+// negative_cache_ttl is over), without waiting.
+func (p *symbolizeProcessor) debuginfodHas(buildID string) bool {
+	_, ok := p.limits.debuginfod.Lookup(buildID)
+	return ok
+}
+
 // shutdown stops the loader (waiting for the file it reads).
 func (p *symbolizeProcessor) shutdown(context.Context) error {
 	p.load.stop()
@@ -117,7 +125,9 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			continue
 		}
 		syms, failed := p.cache.get(m.key)
-		if syms != nil && syms.awaitBuildID != "" && p.limits.debuginfod.Cached(syms.awaitBuildID) {
+		// Lookup asks again for a debug file that missed, once its
+		// negative_cache_ttl is over (the server may have it since).
+		if syms != nil && syms.awaitBuildID != "" && p.debuginfodHas(syms.awaitBuildID) {
 			// Named as before for this batch; read again with the
 			// fetched debug file for the next ones.
 			syms.awaitBuildID = ""
