@@ -39,6 +39,7 @@ declare -A need=(
 	[zip]=zip
 	[etcd]=etcd-server
 	[debuginfod]=debuginfod
+	[ip]=iproute2
 	[xz]=xz-utils
 	[objcopy]=binutils
 )
