@@ -23,23 +23,19 @@ var ErrNoBuildID = errors.New("no GNU build ID")
 
 // BuildID returns the GNU build ID of an ELF file, in lower-case hex.
 func BuildID(f *elf.File) (string, error) {
+	var notes []io.Reader
 	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE || s.Size > maxNoteSize {
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(s.Open(), maxNoteSize))
-		if err != nil {
-			continue
-		}
-		if id := noteBuildID(data, f.ByteOrder); id != "" {
-			return id, nil
+		if s.Type == elf.SHT_NOTE && s.Size <= maxNoteSize {
+			notes = append(notes, s.Open())
 		}
 	}
 	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE || p.Filesz > maxNoteSize {
-			continue
+		if p.Type == elf.PT_NOTE && p.Filesz <= maxNoteSize {
+			notes = append(notes, p.Open())
 		}
-		data, err := io.ReadAll(io.LimitReader(p.Open(), maxNoteSize))
+	}
+	for _, r := range notes {
+		data, err := io.ReadAll(io.LimitReader(r, maxNoteSize))
 		if err != nil {
 			continue
 		}

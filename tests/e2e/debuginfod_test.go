@@ -116,9 +116,8 @@ processors:
 	t.Logf("from debuginfod: %s (the function spans lines %d-%d)", got, first, last)
 }
 
-// dbgdFrame returns "name file:line" of a frame of nxv-dbgd's samples in
-// nxv_dbgd_hot with a line within [first, last], "" when there is none.
-func dbgdFrame(pd pprofile.Profiles, first, last int) string {
+// eachDbgdFrame calls each for every location of nxv-dbgd's samples.
+func eachDbgdFrame(pd pprofile.Profiles, each func(loc pprofile.Location, str func(int32) string)) {
 	dict := pd.Dictionary()
 	str := func(i int32) string { return dict.StringTable().At(int(i)) }
 	for _, rp := range pd.ResourceProfiles().All() {
@@ -129,47 +128,42 @@ func dbgdFrame(pd pprofile.Profiles, first, last int) string {
 			for _, p := range sp.Profiles().All() {
 				for _, smp := range p.Samples().All() {
 					for _, li := range dict.StackTable().At(int(smp.StackIndex())).LocationIndices().All() {
-						for _, ln := range dict.LocationTable().At(int(li)).Lines().All() {
-							fn := dict.FunctionTable().At(int(ln.FunctionIndex()))
-							if strings.HasPrefix(str(fn.NameStrindex()), "nxv_dbgd_hot") && filepath.Base(str(fn.FilenameStrindex())) == "dbgd.c" &&
-								ln.Line() >= int64(first) && ln.Line() <= int64(last) {
-								return fmt.Sprintf("%s %s:%d", str(fn.NameStrindex()), str(fn.FilenameStrindex()), ln.Line())
-							}
-						}
+						each(dict.LocationTable().At(int(li)), str)
 					}
 				}
 			}
 		}
 	}
-	return ""
+}
+
+// dbgdFrame returns "name file:line" of a frame of nxv-dbgd's samples in
+// nxv_dbgd_hot with a line within [first, last], "" when there is none.
+func dbgdFrame(pd pprofile.Profiles, first, last int) string {
+	found := ""
+	eachDbgdFrame(pd, func(loc pprofile.Location, str func(int32) string) {
+		for _, ln := range loc.Lines().All() {
+			fn := pd.Dictionary().FunctionTable().At(int(ln.FunctionIndex()))
+			if found == "" && strings.HasPrefix(str(fn.NameStrindex()), "nxv_dbgd_hot") && filepath.Base(str(fn.FilenameStrindex())) == "dbgd.c" &&
+				ln.Line() >= int64(first) && ln.Line() <= int64(last) {
+				found = fmt.Sprintf("%s %s:%d", str(fn.NameStrindex()), str(fn.FilenameStrindex()), ln.Line())
+			}
+		}
+	})
+	return found
 }
 
 // dbgdNames counts the frames of nxv-dbgd's samples by "name file:line"
 // (the test's diagnosis).
 func dbgdNames(pd pprofile.Profiles, seen map[string]int) {
-	dict := pd.Dictionary()
-	str := func(i int32) string { return dict.StringTable().At(int(i)) }
-	for _, rp := range pd.ResourceProfiles().All() {
-		if v, ok := rp.Resource().Attributes().Get("service.name"); !ok || v.AsString() != "nxv-dbgd" {
-			continue
+	eachDbgdFrame(pd, func(loc pprofile.Location, str func(int32) string) {
+		if loc.Lines().Len() == 0 {
+			seen["unsymbolized in "+str(pd.Dictionary().MappingTable().At(int(loc.MappingIndex())).FilenameStrindex())]++
 		}
-		for _, sp := range rp.ScopeProfiles().All() {
-			for _, p := range sp.Profiles().All() {
-				for _, smp := range p.Samples().All() {
-					for _, li := range dict.StackTable().At(int(smp.StackIndex())).LocationIndices().All() {
-						loc := dict.LocationTable().At(int(li))
-						if loc.Lines().Len() == 0 {
-							seen[fmt.Sprintf("unsymbolized in %s", str(dict.MappingTable().At(int(loc.MappingIndex())).FilenameStrindex()))]++
-						}
-						for _, ln := range loc.Lines().All() {
-							fn := dict.FunctionTable().At(int(ln.FunctionIndex()))
-							seen[fmt.Sprintf("%s %s:%d", str(fn.NameStrindex()), str(fn.FilenameStrindex()), ln.Line())]++
-						}
-					}
-				}
-			}
+		for _, ln := range loc.Lines().All() {
+			fn := pd.Dictionary().FunctionTable().At(int(ln.FunctionIndex()))
+			seen[fmt.Sprintf("%s %s:%d", str(fn.NameStrindex()), str(fn.FilenameStrindex()), ln.Line())]++
 		}
-	}
+	})
 }
 
 func tail(s string, n int) string {
