@@ -20,8 +20,10 @@ import (
 )
 
 // dbgdC spends its time in a static function that a stripped build names
-// nowhere: only the debug file on the debuginfod server does.
+// nowhere (only the debug file on the debuginfod server does), and in the
+// vDSO's clock_gettime.
 const dbgdC = `#include <stdio.h>
+#include <time.h>
 static volatile unsigned long sink;
 __attribute__((noinline)) static unsigned long nxv_dbgd_hot(unsigned long n) {
 	unsigned long x = 0;
@@ -30,8 +32,14 @@ __attribute__((noinline)) static unsigned long nxv_dbgd_hot(unsigned long n) {
 	return x;
 }
 int main(void) {
-	for (;;)
+	struct timespec ts;
+	for (;;) {
 		sink += nxv_dbgd_hot(1000000 + (sink & 1)); // a call per turn: sink is volatile
+		for (int i = 0; i < 20000; i++) { // the vDSO's clock_gettime
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			sink += ts.tv_nsec;
+		}
+	}
 }
 `
 
@@ -40,7 +48,8 @@ int main(void) {
 // only debug file of a stripped C program; both run in a network namespace
 // of their own (unshare -n, loopback only), the program on the host. The
 // program's hot static function gets its name and its source line, from the
-// file fetched off the batch path.
+// file fetched off the batch path; its frames in the vDSO are named from
+// its [vdso] mapping.
 func TestDebuginfodEndToEnd(t *testing.T) {
 	for _, tool := range []string{"unshare", "ip", "debuginfod", "gcc", "objcopy", "strip"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -114,6 +123,24 @@ processors:
 		return got != "", err
 	})
 	t.Logf("from debuginfod: %s (the function spans lines %d-%d)", got, first, last)
+
+	// The vDSO, named from the process's own [vdso] mapping.
+	var vdso string
+	testenv.WaitFor(t, time.Minute, "a frame in linux-vdso.1.so named clock_gettime", func() (bool, error) {
+		err := testenv.ReadProfileLines(sink, func(pd pprofile.Profiles) {
+			eachDbgdFrame(pd, func(loc pprofile.Location, str func(int32) string) {
+				mapping := str(pd.Dictionary().MappingTable().At(int(loc.MappingIndex())).FilenameStrindex())
+				for _, ln := range loc.Lines().All() {
+					name := str(pd.Dictionary().FunctionTable().At(int(ln.FunctionIndex())).NameStrindex())
+					if vdso == "" && mapping == "linux-vdso.1.so" && strings.Contains(name, "clock_gettime") {
+						vdso = name
+					}
+				}
+			})
+		})
+		return vdso != "", err
+	})
+	t.Logf("vDSO frame: %s", vdso)
 }
 
 // eachDbgdFrame calls each for every location of nxv-dbgd's samples.
