@@ -369,9 +369,11 @@ func paddedDebugFiles(t *testing.T, n, pad int) ([]string, map[string][]byte) {
 	}
 	var ids []string
 	files := map[string][]byte{}
+	obj := filepath.Join(dir, "hot.o")
+	run(t, "gcc", "-g", "-O2", "-c", "-o", obj, src)
 	for i := range n {
 		bin := filepath.Join(dir, fmt.Sprintf("hot%d", i))
-		run(t, "gcc", "-g", "-O2", fmt.Sprintf("-Wl,--build-id=0x%040x", i+1), "-o", bin, src)
+		run(t, "gcc", fmt.Sprintf("-Wl,--build-id=0x%040x", i+1), "-o", bin, obj)
 		run(t, "objcopy", "--only-keep-debug", "--add-section", ".nxv_pad="+padFile, bin, bin+".debug")
 		data, err := os.ReadFile(bin + ".debug")
 		if err != nil {
