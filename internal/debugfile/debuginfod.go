@@ -244,14 +244,10 @@ func (d *Debuginfod) Lookup(buildID string) (string, bool) {
 	if d == nil || !ValidBuildID(buildID) {
 		return "", false
 	}
-	p := d.CachePath(buildID)
-	if _, err := os.Stat(p); err == nil {
-		now := d.now()
-		_ = os.Chtimes(p, now, now) // least recently used goes first
-		return p, true
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A fetch under way or a recent miss: no file, and no system call (a
+	// mapping waiting for its file asks at every batch).
 	if d.pending[buildID] {
 		return "", false
 	}
@@ -260,6 +256,12 @@ func (d *Debuginfod) Lookup(buildID string) (string, bool) {
 			return "", false
 		}
 		delete(d.negative, buildID)
+	}
+	p := d.CachePath(buildID)
+	if _, err := os.Stat(p); err == nil {
+		now := d.now()
+		_ = os.Chtimes(p, now, now) // least recently used goes first
+		return p, true
 	}
 	select {
 	case d.queue <- buildID:
