@@ -32,18 +32,12 @@ func nativeFrames(path string, files ...string) (map[string][]nativeFrame, error
 	seen := map[string]bool{}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		d := pd.Dictionary()
-		str := func(i int32) string {
-			if i < 0 || int(i) >= d.StringTable().Len() {
-				return ""
-			}
-			return d.StringTable().At(int(i))
-		}
+		str := dictString(d)
 		for _, loc := range d.LocationTable().All() {
-			mi := loc.MappingIndex()
-			if mi <= 0 || int(mi) >= d.MappingTable().Len() {
+			name, ok := mappingFile(d, loc)
+			if !ok {
 				continue
 			}
-			name := str(d.MappingTable().At(int(mi)).FilenameStrindex())
 			want := false
 			for _, f := range files {
 				want = want || name == f
@@ -64,6 +58,26 @@ func nativeFrames(path string, files ...string) (map[string][]nativeFrame, error
 		}
 	})
 	return out, err
+}
+
+// dictString returns the string of an index of a dictionary ("" outside it).
+func dictString(d pprofile.ProfilesDictionary) func(int32) string {
+	return func(i int32) string {
+		if i < 0 || int(i) >= d.StringTable().Len() {
+			return ""
+		}
+		return d.StringTable().At(int(i))
+	}
+}
+
+// mappingFile returns the file name of a location's mapping (false: it has
+// none).
+func mappingFile(d pprofile.ProfilesDictionary, loc pprofile.Location) (string, bool) {
+	mi := loc.MappingIndex()
+	if mi <= 0 || int(mi) >= d.MappingTable().Len() {
+		return "", false
+	}
+	return dictString(d)(d.MappingTable().At(int(mi)).FilenameStrindex()), true
 }
 
 // TestDebugInfoWithEBPF runs the shipped agent config (real eBPF profiler)
