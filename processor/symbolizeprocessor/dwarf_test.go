@@ -16,11 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap/zaptest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/nexovue/otelcol-nexovue/internal/dwarftest"
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadatatest"
 )
 
@@ -297,4 +300,47 @@ func TestDWARFLibc(t *testing.T) {
 	row := dwarftest.LineAt(t, dwarftest.Lines(t, debug), addr)
 	assert.Equal(t, dwarftest.Frame{Name: got[0].Name, File: row.File, Line: row.Line}, got[0], "innermost frame at readelf's line")
 	assert.Equal(t, "msort_with_tmp", got[len(got)-1].Name, "the real function last")
+}
+
+// TestDWARFInProcessRoot: a static program running chrooted in a directory
+// of its own, whose debug file is under its build id in that root's
+// /usr/lib/debug, through an absolute link that only resolves inside the
+// root (the host has no such path): the debug file is found in the
+// process's root, as a container's would be, and its frames get the
+// inlined function and its caller.
+func TestDWARFInProcessRoot(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), false, "-static")
+	root := t.TempDir()
+	id := gnuID(t, p.Bin)
+	store := "/nxv-debug-store-" + id[:12] // absent on the host
+	_, err := os.Stat(store)
+	require.True(t, os.IsNotExist(err), "%s must not exist on the host", store)
+	copyFile(t, p.Bin, filepath.Join(root, "nxv-inl"), 0o755)
+	copyFile(t, p.Debug, filepath.Join(root, store, "inl.debug"), 0o644)
+	link := filepath.Join(root, "usr", "lib", "debug", ".build-id", id[:2], id[2:]+".debug")
+	require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+	require.NoError(t, os.Symlink(store+"/inl.debug", link))
+	pid := startWaitingCommand(t, "chroot", root, "/nxv-inl", "wait")
+
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	off, start, end := textMapping(t, p.Bin)
+	b := newProfileBuilder()
+	m := b.mapping(mappingSpec{name: "nxv-inl", start: start, end: end, offset: off, htlhash: fileID(t, p.Bin)})
+	var locs []int32
+	for _, a := range addrs {
+		locs = append(locs, b.location(m, a, "native"))
+	}
+	b.process(pid, "", locs)
+	set := processortest.NewNopSettings(metadata.Type)
+	set.Logger = zaptest.NewLogger(t)
+	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), set), b.pd)
+	checkInlined(t, p, b.pd, locs, addrs)
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, data, mode))
 }
