@@ -18,9 +18,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
-	"go.uber.org/zap/zaptest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/nexovue/otelcol-nexovue/internal/dwarftest"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"

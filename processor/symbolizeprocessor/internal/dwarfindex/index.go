@@ -448,6 +448,16 @@ func (b *builder) code(d *dwarf.Data, e *dwarf.Entry) ([][2]uint64, uint32, erro
 	return rs, fn, err
 }
 
+// scopeTags are the DIEs whose children may hold code besides subprograms
+// and inlined subroutines with code: the rest is skipped.
+var scopeTags = map[dwarf.Tag]bool{
+	dwarf.TagLexDwarfBlock:   true,
+	dwarf.TagNamespace:       true,
+	dwarf.TagModule:          true,
+	dwarf.TagTryDwarfBlock:   true,
+	dwarf.TagCatchDwarfBlock: true,
+}
+
 // open is a DIE whose children are being read.
 type open struct {
 	sub    bool     // a subprogram with code
@@ -548,6 +558,12 @@ func (b *builder) unit(d *dwarf.Data, r *dwarf.Reader, cu *dwarf.Entry, files []
 					return err
 				}
 			}
+		}
+		if e.Children && !o.sub && !o.inline && !scopeTags[e.Tag] {
+			// Types, and functions without code (declarations, abstract
+			// instances): nothing of theirs has code.
+			r.SkipChildren()
+			continue
 		}
 		if e.Children {
 			stack = append(stack, o)
