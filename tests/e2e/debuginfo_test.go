@@ -116,6 +116,12 @@ func TestDebugInfoWithEBPF(t *testing.T) {
 	_, err = os.Stat(libcDebug)
 	require.NoError(t, err, "libc's debug file (Debian's libc6-dbg: run `make prereqs`)")
 
+	// The same code, static, in a podman container: its file is at
+	// /nxv-inl-pod in the container only, its debug file under its build id
+	// in the container's /usr/lib/debug.
+	inPod := dwarftest.Build(t, inl, dir, "nxv-inl-pod", false, "-static", "-DNXV_OTHER=3")
+	startContainer(t, inPod)
+
 	for _, bin := range []string{linked.Bin, byID.Bin, qsort} {
 		testenv.Start(t, nil, "nice", "-n", "10", bin)
 	}
@@ -142,14 +148,14 @@ processors:
 		return false
 	}
 	var frames map[string][]nativeFrame
-	testenv.WaitFor(t, 120*time.Second, "nxv_inl_hot inlined into nxv_inl_caller in both programs, and libc's msort_with_tmp with a line", func() (bool, error) {
+	testenv.WaitFor(t, 120*time.Second, "nxv_inl_hot inlined into nxv_inl_caller in the three programs, and libc's msort_with_tmp with a line", func() (bool, error) {
 		var err error
-		frames, err = nativeFrames(sinkPath, "nxv-inl-link", "nxv-inl-bid", "libc.so.6")
-		return inlined(frames["nxv-inl-link"]) && inlined(frames["nxv-inl-bid"]) && msort(frames["libc.so.6"]), err
+		frames, err = nativeFrames(sinkPath, "nxv-inl-link", "nxv-inl-bid", "nxv-inl-pod", "libc.so.6")
+		return inlined(frames["nxv-inl-link"]) && inlined(frames["nxv-inl-bid"]) && inlined(frames["nxv-inl-pod"]) && msort(frames["libc.so.6"]), err
 	})
 
 	// Every frame of the programs in their own code has readelf's frames.
-	for name, p := range map[string]dwarftest.Program{"nxv-inl-link": linked, "nxv-inl-bid": byID} {
+	for name, p := range map[string]dwarftest.Program{"nxv-inl-link": linked, "nxv-inl-bid": byID, "nxv-inl-pod": inPod} {
 		checked := 0
 		for _, f := range frames[name] {
 			if len(f.lines) == 0 || !strings.HasPrefix(f.lines[len(f.lines)-1].Name, "nxv_inl_") {
@@ -172,6 +178,45 @@ processors:
 		checked++
 	}
 	t.Logf("libc.so.6: %d distinct frames in msort_with_tmp checked against readelf", checked)
+}
+
+// startContainer runs a stripped program in a podman container of an image
+// made of it alone (podman import of a root with the program at /<name>
+// and its debug file under its build id in /usr/lib/debug), removed when
+// the test ends. The host has no file at /<name>.
+func startContainer(t *testing.T, p dwarftest.Program) {
+	t.Helper()
+	pm, err := exec.LookPath("podman")
+	require.NoError(t, err, "podman (Debian's podman and runc: run `make prereqs`)")
+	name := filepath.Base(p.Bin)
+	_, err = os.Stat("/" + name)
+	require.True(t, os.IsNotExist(err), "/%s must not exist on the host", name)
+	root := t.TempDir()
+	id := buildID(t, p.Bin)
+	for src, dst := range map[string]string{
+		p.Bin:   filepath.Join(root, name),
+		p.Debug: filepath.Join(root, "usr", "lib", "debug", ".build-id", id[:2], id[2:]+".debug"),
+	} {
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		require.NoError(t, os.WriteFile(dst, data, 0o755))
+	}
+	tarball := filepath.Join(t.TempDir(), "root.tar")
+	dwarftest.Run(t, "tar", "-C", root, "-cf", tarball, ".")
+	image := "localhost/nxv-debuginfo-test:" + id[:12]
+	container := "nxv-debuginfo-test-" + id[:12]
+	dwarftest.Run(t, pm, "import", tarball, image)
+	t.Cleanup(func() {
+		for _, args := range [][]string{{"rm", "-f", "-t", "0", container}, {"rmi", "-f", image}} {
+			if out, err := exec.Command(pm, args...).CombinedOutput(); err != nil {
+				t.Errorf("podman %v: %v\n%s", args, err, out)
+			}
+		}
+	})
+	// This machine's podman settings (tests/container: podmanArgs).
+	dwarftest.Run(t, pm, "run", "-d", "--name", container, "--runtime", "runc",
+		"--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768", "--network=host", image, "/"+name)
 }
 
 // buildID returns a file's GNU build id (readelf -n).
