@@ -344,3 +344,28 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
 	require.NoError(t, os.WriteFile(dst, data, mode))
 }
+
+// TestDWARFBoundedByCache: a file whose DWARF sections would take more
+// than the memory allowed (cache_size_mib; here 1 KiB) is not
+// indexed: counted as too_large, its frames named from its debug file's
+// symbol table, without lines.
+func TestDWARFBoundedByCache(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), true)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	pd, locs := p.batch(t, 0, addrs[:1])
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc.limits.indexBytes = 1 << 10
+	require.Greater(t, len(dwarftest.SectionData(t, p.Debug, ".debug_info")), 1<<10, "the program's DWARF is larger than the bound")
+	process(t, proc, pd)
+
+	got, _ := frames(pd, locs[0])
+	assert.Equal(t, []dwarftest.Frame{{Name: "nxv_inl_caller", File: "inl"}}, got)
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "too_large"))},
+	}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSymbolizeFramesNamed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("source", "debug_file"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
