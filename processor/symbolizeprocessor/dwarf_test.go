@@ -369,3 +369,58 @@ func TestDWARFBoundedByCache(t *testing.T) {
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("source", "debug_file"))},
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+// TestDWARFVersionsAndCompression: DWARF 4 and DWARF 5, with sections
+// compressed as SHF_COMPRESSED (zlib, zstd) and as GNU .zdebug sections,
+// all give the inlined function and its caller with readelf's lines.
+func TestDWARFVersionsAndCompression(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), false)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	for _, tc := range []struct {
+		name, from, compress string
+	}{
+		{"dwarf4", p.Oracle, ""},
+		{"dwarf5 zlib", p.Full, "zlib"},
+		{"dwarf5 zstd", p.Full, "zstd"},
+		{"dwarf4 zdebug", p.Oracle, "zlib-gnu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := p
+			q.Bin = filepath.Join(t.TempDir(), "inl")
+			copyFile(t, tc.from, q.Bin, 0o755)
+			if tc.compress != "" {
+				dwarftest.Run(t, "objcopy", "--compress-debug-sections="+tc.compress, q.Bin)
+			}
+			pd, locs := q.batch(t, 0, addrs)
+			process(t, newTestProcessor(t), pd)
+			checkInlined(t, q, pd, locs, addrs)
+		})
+	}
+}
+
+// TestDWARFDWZ: a program whose DWARF dwz moved partly into a common
+// alternate file (.gnu_debugaltlink, not read yet) is counted as dwz; its
+// frames get what its own DWARF gives: the caller of the inlined function
+// (named from the symbol table), at the call's line, with no nameless
+// frame for the inlined function.
+func TestDWARFDWZ(t *testing.T) {
+	a := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=1")
+	b := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=2")
+	common := filepath.Join(t.TempDir(), "common.dwz")
+	dwarftest.Run(t, "dwz", "-m", common, "-M", common, a.Full, b.Full)
+	require.NotNil(t, dwarftest.SectionData(t, a.Full, ".gnu_debugaltlink"))
+	addrs := dwarftest.InlinedAddrs(t, a.Oracle, "nxv_inl_hot")
+	q := a
+	q.Bin = a.Full
+	pd, locs := q.batch(t, 0, addrs[:1])
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+
+	want := dwarftest.Frames(t, a.Oracle, addrs[0])
+	got, _ := frames(pd, locs[0])
+	assert.Equal(t, want[1:], got, "the caller at the call's line")
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "dwz"))},
+	}, metricdatatest.IgnoreTimestamp())
+}

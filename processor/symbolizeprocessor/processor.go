@@ -180,7 +180,13 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 	if frames[last].Name == "" {
 		return false
 	}
-	for _, f := range frames {
+	for i, f := range frames {
+		if f.Name == "" && i < last {
+			// An inlined function whose name the DWARF does not give (in a
+			// DWZ alternate file): its caller's frame, at the call's line,
+			// follows.
+			continue
+		}
 		ln := loc.Lines().AppendEmpty()
 		ln.SetFunctionIndex(b.lineFunction(f))
 		ln.SetLine(f.Line)
