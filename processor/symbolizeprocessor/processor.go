@@ -121,19 +121,17 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			}
 		}
 	}
-	var named [3]int64 // by source: symtab, debug_file, dwarf_lines
+	named := map[string]int64{} // by source
 	var unnamed int64
 	for _, li := range cands {
 		loc := b.locs.At(int(li))
 		m := &b.maps[loc.MappingIndex()]
-		if !b.symbolize(loc, m, p.cache, &named) {
+		if !b.symbolize(loc, m, p.cache, named) {
 			unnamed++
 		}
 	}
-	for i, src := range []string{sourceSymtab, sourceDebugFile, sourceDWARFLines} {
-		if named[i] > 0 {
-			p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, named[i], metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
-		}
+	for src, n := range named {
+		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
 	}
 	if unnamed > 0 {
 		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
@@ -143,7 +141,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 
 // symbolize gives a location its lines from its mapping's symbols, and
 // counts it by source. It returns false when it names nothing.
-func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named *[3]int64) bool {
+func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named map[string]int64) bool {
 	if m.syms == nil {
 		return false
 	}
@@ -163,11 +161,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 			return false
 		}
 		loc.Lines().AppendEmpty().SetFunctionIndex(b.function(m, si, cache))
-		if m.syms.tabSource == sourceDebugFile {
-			named[1]++
-		} else {
-			named[0]++
-		}
+		named[m.syms.namedBy(m.syms.tabSource)]++
 		return true
 	}
 	last := len(frames) - 1
@@ -191,7 +185,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 		ln.SetFunctionIndex(b.lineFunction(f))
 		ln.SetLine(f.Line)
 	}
-	named[2]++
+	named[m.syms.namedBy(sourceDWARFLines)]++
 	return true
 }
 

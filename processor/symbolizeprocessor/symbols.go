@@ -7,8 +7,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 )
@@ -41,6 +41,19 @@ type symbols struct {
 	// failures are the reasons of what could not be used on the way
 	// (counted once, when the file is loaded).
 	failures []string
+	// origin, when set, is the frames_named source of every frame named
+	// from these symbols (the debug file's debugCandidate.origin, such as
+	// debuginfod); else symtab, debug_file or dwarf_lines by what named it.
+	origin string
+}
+
+// namedBy is the frames_named source of a frame named by what (symtab,
+// debug_file or dwarf_lines): the origin of the symbols when they have one.
+func (s *symbols) namedBy(what string) string {
+	if s.origin != "" {
+		return s.origin
+	}
+	return what
 }
 
 // size is an estimate of the memory kept, in bytes.
@@ -106,25 +119,21 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 // returns whether it did, and the reason it failed when the file was there
 // but could not be used ("" when it was not there).
 func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits) (bool, string) {
-	f, err := openInRoot(dc.pid, dc.path)
+	r, size, closeFn, err := dc.openContent()
 	if err != nil {
 		return false, ""
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return false, ""
-	}
-	if fi.Size() > lim.maxFileSize {
+	defer closeFn()
+	if size > lim.maxFileSize {
 		return false, reasonTooLarge
 	}
-	if err := verifyDebugFile(f, fi.Size(), mf, lim.maxFileSize); err != nil {
+	if err := verifyDebugFile(r, size, mf, lim.maxFileSize); err != nil {
 		if errors.Is(err, errNotTheFile) {
 			return false, reasonMismatch
 		}
 		return false, reasonOf(err)
 	}
-	tab, err := parseSymtab(f, s.tab.path)
+	tab, err := parseSymtab(r, s.tab.path)
 	if err != nil {
 		return false, reasonMalformed
 	}
@@ -132,9 +141,10 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 		tab.segments = s.tab.segments // addresses translate by the mapped file's segments
 		s.tab, s.tabSource = tab, sourceDebugFile
 	}
-	if ef, err := safeELF(f); err == nil && hasDWARF(ef) {
+	if ef, err := safeELF(r); err == nil && hasDWARF(ef) {
 		s.addDWARF(ef, lim)
 	}
+	s.origin = dc.origin
 	return true, ""
 }
 
@@ -171,7 +181,7 @@ func hasDWARF(ef *elf.File) bool {
 	return false
 }
 
-func safeELF(f *os.File) (ef *elf.File, err error) {
+func safeELF(f io.ReaderAt) (ef *elf.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ef, err = nil, fmt.Errorf("malformed ELF file: %v", p)
