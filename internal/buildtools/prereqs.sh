@@ -71,9 +71,10 @@ done
 dpkg -s libbinutils-dbg >/dev/null 2>&1 || pkgs+=(libbinutils-dbg)
 # The symbolize processor's tests read libc's separate debug file (Debian's
 # libc6-dbg, under /usr/lib/debug/.build-id) and use binutils (readelf,
-# objcopy, strip) to make and check stripped programs and debug files.
+# objcopy, strip) and dwz to make and check stripped programs and debug files.
 dpkg -s libc6-dbg >/dev/null 2>&1 || pkgs+=(libc6-dbg)
 command -v readelf >/dev/null && command -v objcopy >/dev/null || pkgs+=(binutils)
+command -v dwz >/dev/null || pkgs+=(dwz)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
 	echo "prereqs: installing ${pkgs[*]}"

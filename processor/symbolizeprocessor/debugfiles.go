@@ -27,23 +27,6 @@ const (
 	sourceDWZ           = "dwz"           // DWARF lines whose names are in a DWZ alternate file
 )
 
-// namedSources are the values of the source attribute, in the order of
-// the processor's counters.
-var namedSources = []string{
-	sourceSymtab, sourceDebugFile, sourceDWARFLines,
-	sourceDebuginfod, sourceMiniDebugInfo, sourceVDSO, sourceDWZ,
-}
-
-// sourceIndex is a source's index in namedSources.
-func sourceIndex(src string) int {
-	for i, s := range namedSources {
-		if s == src {
-			return i
-		}
-	}
-	return 0
-}
-
 // maxMiniDebugInfo caps a .gnu_debugdata section decompressed (a symbol
 // table: Fedora's are tens to hundreds of KiB); with max_file_size_mib
 // when that is lower.
@@ -62,16 +45,8 @@ var debuginfodStep = debugSource{sourceDebuginfod, func(mf *mappedFileInfo, _ []
 		mf.awaiting = true
 		return nil
 	}
-	return []debugCandidate{{path: p}}
+	return []debugCandidate{{path: p, origin: sourceDebuginfod}}
 }}
-
-// sourceOfDebugFile is the name source of a debug file found by a step.
-func sourceOfDebugFile(step string) string {
-	if step == sourceDebuginfod {
-		return sourceDebuginfod
-	}
-	return sourceDebugFile
-}
 
 // addMiniDebugInfo uses the mapped file's MiniDebugInfo when it names more
 // functions than its own symbol table (a stripped file keeps only its

@@ -16,11 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/nexovue/otelcol-nexovue/internal/dwarftest"
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadatatest"
 )
 
@@ -297,4 +300,141 @@ func TestDWARFLibc(t *testing.T) {
 	row := dwarftest.LineAt(t, dwarftest.Lines(t, debug), addr)
 	assert.Equal(t, dwarftest.Frame{Name: got[0].Name, File: row.File, Line: row.Line}, got[0], "innermost frame at readelf's line")
 	assert.Equal(t, "msort_with_tmp", got[len(got)-1].Name, "the real function last")
+}
+
+// TestDWARFInProcessRoot: a static program running chrooted in a directory
+// of its own, whose debug file is under its build id in that root's
+// /usr/lib/debug, through an absolute link that only resolves inside the
+// root (the host has no such path): the debug file is found in the
+// process's root, as a container's would be, and its frames get the
+// inlined function and its caller.
+func TestDWARFInProcessRoot(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), false, "-static")
+	root := t.TempDir()
+	id := gnuID(t, p.Bin)
+	store := "/nxv-debug-store-" + id[:12] // absent on the host
+	_, err := os.Stat(store)
+	require.True(t, os.IsNotExist(err), "%s must not exist on the host", store)
+	copyFile(t, p.Bin, filepath.Join(root, "nxv-inl"), 0o755)
+	copyFile(t, p.Debug, filepath.Join(root, store, "inl.debug"), 0o644)
+	link := filepath.Join(root, "usr", "lib", "debug", ".build-id", id[:2], id[2:]+".debug")
+	require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+	require.NoError(t, os.Symlink(store+"/inl.debug", link))
+	pid := startWaitingCommand(t, "chroot", root, "/nxv-inl", "wait")
+
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	off, start, end := textMapping(t, p.Bin)
+	b := newProfileBuilder()
+	m := b.mapping(mappingSpec{name: "nxv-inl", start: start, end: end, offset: off, htlhash: fileID(t, p.Bin)})
+	var locs []int32
+	for _, a := range addrs {
+		locs = append(locs, b.location(m, a, "native"))
+	}
+	b.process(pid, "", locs)
+	set := processortest.NewNopSettings(metadata.Type)
+	set.Logger = zaptest.NewLogger(t)
+	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), set), b.pd)
+	checkInlined(t, p, b.pd, locs, addrs)
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, data, mode))
+}
+
+// TestDWARFBoundedByCache: a file whose DWARF sections would take more
+// than the memory allowed (cache_size_mib; here 1 KiB) is not
+// indexed: counted as too_large, its frames named from its debug file's
+// symbol table, without lines.
+func TestDWARFBoundedByCache(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), true)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	pd, locs := p.batch(t, 0, addrs[:1])
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc.limits.indexBytes = 1 << 10
+	require.Greater(t, len(dwarftest.SectionData(t, p.Debug, ".debug_info")), 1<<10, "the program's DWARF is larger than the bound")
+	process(t, proc, pd)
+
+	got, _ := frames(pd, locs[0])
+	assert.Equal(t, []dwarftest.Frame{{Name: "nxv_inl_caller", File: "inl"}}, got)
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "too_large"))},
+	}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSymbolizeFramesNamed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("source", "debug_file"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestDWARFVersionsAndCompression: DWARF 4 and DWARF 5, with sections
+// compressed as SHF_COMPRESSED (zlib, zstd) and as GNU .zdebug sections,
+// all give the inlined function and its caller with readelf's lines.
+func TestDWARFVersionsAndCompression(t *testing.T) {
+	p := buildInlProgram(t, t.TempDir(), false)
+	addrs := dwarftest.InlinedAddrs(t, p.Oracle, "nxv_inl_hot")
+	for _, tc := range []struct {
+		name, from, compress string
+	}{
+		{"dwarf4", p.Oracle, ""},
+		{"dwarf5 zlib", p.Full, "zlib"},
+		{"dwarf5 zstd", p.Full, "zstd"},
+		{"dwarf4 zdebug", p.Oracle, "zlib-gnu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := p
+			q.Bin = filepath.Join(t.TempDir(), "inl")
+			copyFile(t, tc.from, q.Bin, 0o755)
+			if tc.compress != "" {
+				dwarftest.Run(t, "objcopy", "--compress-debug-sections="+tc.compress, q.Bin)
+			}
+			pd, locs := q.batch(t, 0, addrs)
+			process(t, newTestProcessor(t), pd)
+			checkInlined(t, q, pd, locs, addrs)
+		})
+	}
+}
+
+// TestDWARFDWZ: a program whose DWARF dwz moved partly into a common
+// alternate file (.gnu_debugaltlink, not read yet) is counted as dwz; its
+// frames get what its own DWARF gives: the caller of the inlined function
+// (named from the symbol table), at the call's line, with no nameless
+// frame for the inlined function.
+func TestDWARFDWZ(t *testing.T) {
+	a := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=1")
+	b := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=2")
+	common := filepath.Join(t.TempDir(), "common.dwz")
+	dwarftest.Run(t, "dwz", "-m", common, "-M", common, a.Full, b.Full)
+	require.NotNil(t, dwarftest.SectionData(t, a.Full, ".gnu_debugaltlink"))
+	addrs := dwarftest.InlinedAddrs(t, a.Oracle, "nxv_inl_hot")
+	q := a
+	q.Bin = a.Full
+	want := dwarftest.Frames(t, a.Oracle, addrs[0])
+
+	// The alternate file where its link says: the inlined function is
+	// named from it (internal/debugfile), innermost first.
+	pd, locs := q.batch(t, 0, addrs[:1])
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+	got, _ := frames(pd, locs[0])
+	assert.Equal(t, want, got, "the inlined function and its caller")
+	metadatatest.AssertEqualProcessorSymbolizeFramesNamed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("source", "dwz"))},
+	}, metricdatatest.IgnoreTimestamp())
+
+	// Without the alternate file: the caller at the call's line.
+	require.NoError(t, os.Remove(common))
+	pd, locs = q.batch(t, 0, addrs[:1])
+	tt2 := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt2.Shutdown(context.Background())) })
+	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt2)), pd)
+	got, _ = frames(pd, locs[0])
+	assert.Equal(t, want[1:], got, "the caller at the call's line")
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt2, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "dwz"))},
+	}, metricdatatest.IgnoreTimestamp())
 }

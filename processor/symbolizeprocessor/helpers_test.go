@@ -130,7 +130,14 @@ func textMapping(tb testing.TB, path string) (fileOffset, start, end uint64) {
 // it has printed ready (its mappings are then in /proc/<pid>/maps).
 func startWaiting(tb testing.TB, bin string) int {
 	tb.Helper()
-	cmd := exec.Command(bin, "wait")
+	return startWaitingCommand(tb, bin, "wait")
+}
+
+// startWaitingCommand is startWaiting for a command line that runs a test
+// program with "wait" (through chroot, for one).
+func startWaitingCommand(tb testing.TB, name string, args ...string) int {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(tb, err)
 	require.NoError(tb, cmd.Start())

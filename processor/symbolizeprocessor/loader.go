@@ -26,16 +26,18 @@ type loadRequest struct {
 // so that reading and indexing a large file never holds up a batch (nor
 // the processor's lock): the batch that saw the file goes out without its
 // names, later ones get them. One file at a time bounds the memory of the
-// sections being read to one file's.
+// sections being read to one file's. The goroutine starts with the first
+// file asked for and ends at the processor's shutdown.
 type loader struct {
 	p       *symbolizeProcessor
 	queue   chan loadRequest
 	quit    chan struct{}
 	done    sync.WaitGroup // the goroutine
 	work    sync.WaitGroup // requests not finished
-	mu      sync.Mutex
+	mu      sync.Mutex     // guards waiting, started, stopped
 	waiting map[string]bool
-	once    sync.Once
+	started bool // the goroutine runs (from the first file asked for)
+	stopped bool
 }
 
 func newLoader(p *symbolizeProcessor) *loader {
@@ -45,8 +47,6 @@ func newLoader(p *symbolizeProcessor) *loader {
 		quit:    make(chan struct{}),
 		waiting: map[string]bool{},
 	}
-	l.done.Add(1)
-	go l.run()
 	return l
 }
 
@@ -62,8 +62,13 @@ func (l *loader) pending(key string) bool {
 func (l *loader) enqueue(req loadRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting[req.key] {
+	if l.waiting[req.key] || l.stopped {
 		return
+	}
+	if !l.started {
+		l.started = true
+		l.done.Add(1)
+		go l.run()
 	}
 	l.work.Add(1)
 	select {
@@ -111,8 +116,13 @@ func (l *loader) wait() {
 
 // stop ends the goroutine, after the file it reads.
 func (l *loader) stop() {
-	l.once.Do(func() {
-		close(l.quit)
-		l.done.Wait()
-	})
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.stopped = true
+	close(l.quit)
+	l.mu.Unlock()
+	l.done.Wait()
 }

@@ -151,7 +151,7 @@ func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile)
 					continue
 				}
 				for _, r := range mf.ranges {
-					add(&inProcs, candidate{open: root + "/map_files/" + r, shown: mf.path, pid: pr.pid})
+					add(&inProcs, candidate{open: root + "/map_files/" + mapFilesName(r), shown: mf.path, pid: pr.pid})
 				}
 				paths = append(paths, mf.path)
 			}
@@ -173,6 +173,20 @@ func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile)
 		add(&host, candidate{open: name, shown: name})
 	}
 	return append(inProcs, host...)
+}
+
+// mapFilesName is the name /proc/<pid>/map_files gives a range of
+// /proc/<pid>/maps: maps pads addresses to 8 hex digits ("00400000-00401000",
+// a non-PIE executable's), map_files does not ("400000-401000").
+func mapFilesName(r string) string {
+	lo, hi, _ := strings.Cut(r, "-")
+	trim := func(s string) string {
+		if t := strings.TrimLeft(s, "0"); t != "" {
+			return t
+		}
+		return "0"
+	}
+	return trim(lo) + "-" + trim(hi)
 }
 
 // procRef is a process whose stacks hold a mapping: its pid (0 when

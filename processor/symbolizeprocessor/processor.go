@@ -151,7 +151,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			}
 		}
 	}
-	named := make([]int64, len(namedSources)) // by source
+	named := map[string]int64{} // by source
 	var unnamed int64
 	for _, li := range cands {
 		loc := b.locs.At(int(li))
@@ -160,10 +160,8 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			unnamed++
 		}
 	}
-	for i, src := range namedSources {
-		if named[i] > 0 {
-			p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, named[i], metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
-		}
+	for src, n := range named {
+		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
 	}
 	if unnamed > 0 {
 		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
@@ -173,7 +171,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 
 // symbolize gives a location its lines from its mapping's symbols, and
 // counts it by source. It returns false when it names nothing.
-func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named []int64) bool {
+func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named map[string]int64) bool {
 	if m.syms == nil {
 		return false
 	}
@@ -193,7 +191,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 			return false
 		}
 		loc.Lines().AppendEmpty().SetFunctionIndex(b.function(m, si, cache))
-		named[sourceIndex(m.syms.tabSource)]++
+		named[m.syms.namedBy(m.syms.tabSource)]++
 		return true
 	}
 	last := len(frames) - 1
@@ -206,12 +204,18 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 	if frames[last].Name == "" {
 		return false
 	}
-	for _, f := range frames {
+	for i, f := range frames {
+		if f.Name == "" && i < last {
+			// An inlined function whose name the DWARF does not give (in a
+			// DWZ alternate file): its caller's frame, at the call's line,
+			// follows.
+			continue
+		}
 		ln := loc.Lines().AppendEmpty()
 		ln.SetFunctionIndex(b.lineFunction(f))
 		ln.SetLine(f.Line)
 	}
-	named[sourceIndex(m.syms.linesSource)]++
+	named[m.syms.namedBy(m.syms.linesSource)]++
 	return true
 }
 

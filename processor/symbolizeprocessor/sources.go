@@ -41,10 +41,38 @@ type mappedFileInfo struct {
 }
 
 // debugCandidate is a place a separate debug file may be: a path opened in
-// the root of a process (pid > 0) or on the host.
+// the root of a process (pid > 0) or on the host, or content that open
+// gives (a debug file that is not a file of its own: MiniDebugInfo, say).
 type debugCandidate struct {
 	pid  int64
 	path string
+	// open, when set, gives the content in place of opening path; the
+	// caller calls closeFn when done.
+	open func() (r io.ReaderAt, size int64, closeFn func(), err error)
+	// origin, when set, is the frames_named source of the frames it names
+	// (such as "debuginfod"); else they count as debug_file or dwarf_lines.
+	origin string
+}
+
+// openContent opens the candidate: its open function, else its path in
+// its process's root, which must be a regular file.
+func (dc debugCandidate) openContent() (io.ReaderAt, int64, func(), error) {
+	if dc.open != nil {
+		return dc.open()
+	}
+	f, err := openInRoot(dc.pid, dc.path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: not a regular file", dc.path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	return f, fi.Size(), func() { f.Close() }, nil
 }
 
 // debugSource is one step of the lookup chain of a mapped file's separate
@@ -173,7 +201,7 @@ var errNotTheFile = errors.New("not the mapped file's debug file")
 // verifyDebugFile checks that f is the mapped file's debug file: the same
 // GNU build id when the mapped file has one, else the CRC of its
 // .gnu_debuglink (the whole file read, up to maxSize).
-func verifyDebugFile(f *os.File, size int64, mf *mappedFileInfo, maxSize int64) error {
+func verifyDebugFile(f io.ReaderAt, size int64, mf *mappedFileInfo, maxSize int64) error {
 	if mf.buildID != "" {
 		id, err := gnuBuildID(f)
 		if err != nil {

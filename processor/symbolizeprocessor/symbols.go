@@ -7,8 +7,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
@@ -48,6 +48,19 @@ type symbols struct {
 	// failures are the reasons of what could not be used on the way
 	// (counted once, when the file is loaded).
 	failures []string
+	// origin, when set, is the frames_named source of every frame named
+	// from these symbols (the debug file's debugCandidate.origin, such as
+	// debuginfod); else symtab, debug_file or dwarf_lines by what named it.
+	origin string
+}
+
+// namedBy is the frames_named source of a frame named by what (symtab,
+// debug_file or dwarf_lines): the origin of the symbols when they have one.
+func (s *symbols) namedBy(what string) string {
+	if s.origin != "" {
+		return s.origin
+	}
+	return what
 }
 
 // size is an estimate of the memory kept, in bytes.
@@ -91,7 +104,7 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 		return s, nil
 	}
 	if hasDWARF(ef) {
-		s.addDWARF(ef, debugCandidate{pid: c.pid, path: c.shown}, sourceDWARFLines, lim)
+		s.addDWARF(ef, debugCandidate{pid: c.pid, path: c.shown}, lim)
 		return s, nil
 	}
 	mf := &mappedFileInfo{pid: c.pid, shown: c.shown, debuginfod: lim.debuginfod}
@@ -99,7 +112,7 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 	mf.link, mf.linkCRC, _ = debugLink(ef)
 	for _, src := range debugSources {
 		for _, dc := range src.candidates(mf, lim.debugDirs) {
-			ok, reason := s.tryDebugFile(dc, mf, lim, sourceOfDebugFile(src.name))
+			ok, reason := s.tryDebugFile(dc, mf, lim)
 			if reason != "" {
 				s.failures = append(s.failures, reason)
 			}
@@ -119,58 +132,46 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 // tryDebugFile uses the debug file at dc when it is the mapped file's. It
 // returns whether it did, and the reason it failed when the file was there
 // but could not be used ("" when it was not there).
-func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits, source string) (bool, string) {
-	f, err := openInRoot(dc.pid, dc.path)
+func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLimits) (bool, string) {
+	r, size, closeFn, err := dc.openContent()
 	if err != nil {
 		return false, ""
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return false, ""
-	}
-	if fi.Size() > lim.maxFileSize {
+	defer closeFn()
+	if size > lim.maxFileSize {
 		return false, reasonTooLarge
 	}
-	if err := verifyDebugFile(f, fi.Size(), mf, lim.maxFileSize); err != nil {
+	if err := verifyDebugFile(r, size, mf, lim.maxFileSize); err != nil {
 		if errors.Is(err, errNotTheFile) {
 			return false, reasonMismatch
 		}
 		return false, reasonOf(err)
 	}
-	tab, err := parseSymtab(f, s.tab.path)
+	tab, err := parseSymtab(r, s.tab.path)
 	if err != nil {
 		return false, reasonMalformed
 	}
 	if len(tab.syms) > 0 {
 		tab.segments = s.tab.segments // addresses translate by the mapped file's segments
-		s.tab, s.tabSource = tab, source
+		s.tab, s.tabSource = tab, sourceDebugFile
 	}
-	if ef, err := safeELF(f); err == nil && hasDWARF(ef) {
-		linesSource := sourceDWARFLines
-		if source == sourceDebuginfod {
-			linesSource = sourceDebuginfod
-		}
-		s.addDWARF(ef, dc, linesSource, lim)
+	if ef, err := safeELF(r); err == nil && hasDWARF(ef) {
+		s.addDWARF(ef, dc, lim)
 	}
+	s.origin = dc.origin
 	return true, ""
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is
 // recorded and the symbol table used alone.
-// where is the file (as its process sees it), for its DWZ alternate file;
-// source what its lines count under (sourceDWZ when names come from an
-// alternate file).
-func (s *symbols) addDWARF(ef *elf.File, where debugCandidate, source string, lim loadLimits) {
+// where is the file (as its process sees it), for its DWZ alternate file.
+func (s *symbols) addDWARF(ef *elf.File, where debugCandidate, lim loadLimits) {
 	// The sections read, decompressed, and the index kept each fit in
 	// cache_size_mib, whatever the file holds (a DWZ alternate's too).
 	d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: uint64(lim.indexBytes)})
 	if err == nil {
 		var altFailures []string
 		s.lines, s.linesSource, altFailures, err = buildDWARF(ef, d, where, lim, dwarfindex.Limits{IndexBytes: lim.indexBytes - s.tab.size})
-		if s.linesSource == sourceDWARFLines {
-			s.linesSource = source
-		}
 		s.failures = append(s.failures, altFailures...)
 	}
 	switch {
@@ -194,7 +195,7 @@ func hasDWARF(ef *elf.File) bool {
 	return false
 }
 
-func safeELF(f *os.File) (ef *elf.File, err error) {
+func safeELF(f io.ReaderAt) (ef *elf.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ef, err = nil, fmt.Errorf("malformed ELF file: %v", p)

@@ -25,12 +25,6 @@ func readShares(path string, groups map[string]string) (frameShares, error) {
 	out := frameShares{}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		d := pd.Dictionary()
-		str := func(i int32) string {
-			if i < 0 || int(i) >= d.StringTable().Len() {
-				return ""
-			}
-			return d.StringTable().At(int(i))
-		}
 		for _, rp := range pd.ResourceProfiles().All() {
 			for _, sp := range rp.ScopeProfiles().All() {
 				for _, p := range sp.Profiles().All() {
@@ -45,11 +39,8 @@ func readShares(path string, groups map[string]string) (frameShares, error) {
 								continue
 							}
 							loc := d.LocationTable().At(int(li))
-							mi := loc.MappingIndex()
-							if mi <= 0 || int(mi) >= d.MappingTable().Len() {
-								continue
-							}
-							g, ok := groups[str(d.MappingTable().At(int(mi)).FilenameStrindex())]
+							file, _ := mappingFile(d, loc)
+							g, ok := groups[file]
 							if !ok {
 								continue
 							}
@@ -130,7 +121,7 @@ func BenchmarkDebugInfoAgents(b *testing.B) {
 		require.NoError(b, err)
 		peak, _, err := bench.ProcMemory(a.proc.Cmd.Process.Pid)
 		require.NoError(b, err)
-		b.ReportMetric((cpu - cpu0[i]).Seconds()/2, a.name+"-cpu-s/min")
+		b.ReportMetric((cpu-cpu0[i]).Seconds()/2, a.name+"-cpu-s/min")
 		b.ReportMetric(float64(peak)/(1<<20), a.name+"-peak-rss-MiB")
 		shares, err := readShares(a.sink, groups)
 		require.NoError(b, err)

@@ -32,18 +32,12 @@ func nativeFrames(path string, files ...string) (map[string][]nativeFrame, error
 	seen := map[string]bool{}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		d := pd.Dictionary()
-		str := func(i int32) string {
-			if i < 0 || int(i) >= d.StringTable().Len() {
-				return ""
-			}
-			return d.StringTable().At(int(i))
-		}
+		str := dictString(d)
 		for _, loc := range d.LocationTable().All() {
-			mi := loc.MappingIndex()
-			if mi <= 0 || int(mi) >= d.MappingTable().Len() {
+			name, ok := mappingFile(d, loc)
+			if !ok {
 				continue
 			}
-			name := str(d.MappingTable().At(int(mi)).FilenameStrindex())
 			want := false
 			for _, f := range files {
 				want = want || name == f
@@ -64,6 +58,26 @@ func nativeFrames(path string, files ...string) (map[string][]nativeFrame, error
 		}
 	})
 	return out, err
+}
+
+// dictString returns the string of an index of a dictionary ("" outside it).
+func dictString(d pprofile.ProfilesDictionary) func(int32) string {
+	return func(i int32) string {
+		if i < 0 || int(i) >= d.StringTable().Len() {
+			return ""
+		}
+		return d.StringTable().At(int(i))
+	}
+}
+
+// mappingFile returns the file name of a location's mapping (false: it has
+// none).
+func mappingFile(d pprofile.ProfilesDictionary, loc pprofile.Location) (string, bool) {
+	mi := loc.MappingIndex()
+	if mi <= 0 || int(mi) >= d.MappingTable().Len() {
+		return "", false
+	}
+	return dictString(d)(d.MappingTable().At(int(mi)).FilenameStrindex()), true
 }
 
 // TestDebugInfoWithEBPF runs the shipped agent config (real eBPF profiler)
@@ -102,6 +116,12 @@ func TestDebugInfoWithEBPF(t *testing.T) {
 	_, err = os.Stat(libcDebug)
 	require.NoError(t, err, "libc's debug file (Debian's libc6-dbg: run `make prereqs`)")
 
+	// The same code, static, in a podman container: its file is at
+	// /nxv-inl-pod in the container only, its debug file under its build id
+	// in the container's /usr/lib/debug.
+	inPod := dwarftest.Build(t, inl, dir, "nxv-inl-pod", false, "-static", "-DNXV_OTHER=3")
+	startContainer(t, inPod)
+
 	for _, bin := range []string{linked.Bin, byID.Bin, qsort} {
 		testenv.Start(t, nil, "nice", "-n", "10", bin)
 	}
@@ -128,14 +148,14 @@ processors:
 		return false
 	}
 	var frames map[string][]nativeFrame
-	testenv.WaitFor(t, 120*time.Second, "nxv_inl_hot inlined into nxv_inl_caller in both programs, and libc's msort_with_tmp with a line", func() (bool, error) {
+	testenv.WaitFor(t, 120*time.Second, "nxv_inl_hot inlined into nxv_inl_caller in the three programs, and libc's msort_with_tmp with a line", func() (bool, error) {
 		var err error
-		frames, err = nativeFrames(sinkPath, "nxv-inl-link", "nxv-inl-bid", "libc.so.6")
-		return inlined(frames["nxv-inl-link"]) && inlined(frames["nxv-inl-bid"]) && msort(frames["libc.so.6"]), err
+		frames, err = nativeFrames(sinkPath, "nxv-inl-link", "nxv-inl-bid", "nxv-inl-pod", "libc.so.6")
+		return inlined(frames["nxv-inl-link"]) && inlined(frames["nxv-inl-bid"]) && inlined(frames["nxv-inl-pod"]) && msort(frames["libc.so.6"]), err
 	})
 
 	// Every frame of the programs in their own code has readelf's frames.
-	for name, p := range map[string]dwarftest.Program{"nxv-inl-link": linked, "nxv-inl-bid": byID} {
+	for name, p := range map[string]dwarftest.Program{"nxv-inl-link": linked, "nxv-inl-bid": byID, "nxv-inl-pod": inPod} {
 		checked := 0
 		for _, f := range frames[name] {
 			if len(f.lines) == 0 || !strings.HasPrefix(f.lines[len(f.lines)-1].Name, "nxv_inl_") {
@@ -158,6 +178,45 @@ processors:
 		checked++
 	}
 	t.Logf("libc.so.6: %d distinct frames in msort_with_tmp checked against readelf", checked)
+}
+
+// startContainer runs a stripped program in a podman container of an image
+// made of it alone (podman import of a root with the program at /<name>
+// and its debug file under its build id in /usr/lib/debug), removed when
+// the test ends. The host has no file at /<name>.
+func startContainer(t *testing.T, p dwarftest.Program) {
+	t.Helper()
+	pm, err := exec.LookPath("podman")
+	require.NoError(t, err, "podman (Debian's podman and runc: run `make prereqs`)")
+	name := filepath.Base(p.Bin)
+	_, err = os.Stat("/" + name)
+	require.True(t, os.IsNotExist(err), "/%s must not exist on the host", name)
+	root := t.TempDir()
+	id := buildID(t, p.Bin)
+	for src, dst := range map[string]string{
+		p.Bin:   filepath.Join(root, name),
+		p.Debug: filepath.Join(root, "usr", "lib", "debug", ".build-id", id[:2], id[2:]+".debug"),
+	} {
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		require.NoError(t, os.WriteFile(dst, data, 0o755))
+	}
+	tarball := filepath.Join(t.TempDir(), "root.tar")
+	dwarftest.Run(t, "tar", "-C", root, "-cf", tarball, ".")
+	image := "localhost/nxv-debuginfo-test:" + id[:12]
+	container := "nxv-debuginfo-test-" + id[:12]
+	dwarftest.Run(t, pm, "import", tarball, image)
+	t.Cleanup(func() {
+		for _, args := range [][]string{{"rm", "-f", "-t", "0", container}, {"rmi", "-f", image}} {
+			if out, err := exec.Command(pm, args...).CombinedOutput(); err != nil {
+				t.Errorf("podman %v: %v\n%s", args, err, out)
+			}
+		}
+	})
+	// This machine's podman settings (tests/container: podmanArgs).
+	dwarftest.Run(t, pm, "run", "-d", "--name", container, "--runtime", "runc",
+		"--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768", "--network=host", image, "/"+name)
 }
 
 // buildID returns a file's GNU build id (readelf -n).

@@ -465,6 +465,28 @@ func (b *builder) localNames(e *dwarf.Entry, hops int) (name, sys string) {
 	return "", ""
 }
 
+// code returns the address ranges of a subprogram or inlined subroutine
+// and its function (nil ranges: it has no code; a range list that cannot
+// be read counts as none).
+func (b *builder) code(d *dwarf.Data, e *dwarf.Entry) ([][2]uint64, uint32, error) {
+	rs, err := d.Ranges(e)
+	if err != nil || len(rs) == 0 {
+		return nil, 0, nil
+	}
+	fn, err := b.function(e)
+	return rs, fn, err
+}
+
+// scopeTags are the DIEs whose children may hold code besides subprograms
+// and inlined subroutines with code: the rest is skipped.
+var scopeTags = map[dwarf.Tag]bool{
+	dwarf.TagLexDwarfBlock:   true,
+	dwarf.TagNamespace:       true,
+	dwarf.TagModule:          true,
+	dwarf.TagTryDwarfBlock:   true,
+	dwarf.TagCatchDwarfBlock: true,
+}
+
 // open is a DIE whose children are being read.
 type open struct {
 	sub    bool     // a subprogram with code
@@ -517,13 +539,12 @@ func (b *builder) unit(d *dwarf.Data, r *dwarf.Reader, cu *dwarf.Entry, files []
 		o := open{}
 		switch e.Tag {
 		case dwarf.TagSubprogram:
-			rs, err := d.Ranges(e)
-			if err != nil || len(rs) == 0 {
-				break
-			}
-			fn, err := b.function(e)
+			rs, fn, err := b.code(d, e)
 			if err != nil {
 				return err
+			}
+			if rs == nil {
+				break
 			}
 			o.sub = true
 			for _, rg := range rs {
@@ -540,13 +561,12 @@ func (b *builder) unit(d *dwarf.Data, r *dwarf.Reader, cu *dwarf.Entry, files []
 			if cur < 0 {
 				break
 			}
-			rs, err := d.Ranges(e)
-			if err != nil || len(rs) == 0 {
-				break
-			}
-			fn, err := b.function(e)
+			rs, fn, err := b.code(d, e)
 			if err != nil {
 				return err
+			}
+			if rs == nil {
+				break
 			}
 			o.inline = true
 			o.depth = depthOf() + 1
@@ -567,6 +587,12 @@ func (b *builder) unit(d *dwarf.Data, r *dwarf.Reader, cu *dwarf.Entry, files []
 					return err
 				}
 			}
+		}
+		if e.Children && !o.sub && !o.inline && !scopeTags[e.Tag] {
+			// Types, and functions without code (declarations, abstract
+			// instances): nothing of theirs has code.
+			r.SkipChildren()
+			continue
 		}
 		if e.Children {
 			stack = append(stack, o)
