@@ -286,3 +286,32 @@ func TestSymbolizeExitedProcess(t *testing.T) {
 
 	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(pd, leaf))
 }
+
+// TestSymbolizeMiniDebugInfoBomb: a .gnu_debugdata that decompresses past
+// its cap (8 MiB of zeros against max_file_size_mib 1) is a too_large
+// failure, and the frame stays as it was.
+func TestSymbolizeMiniDebugInfoBomb(t *testing.T) {
+	dir := t.TempDir()
+	full := compile(t, dir, "nxv.c", "nxv-bomb")
+	zeros := filepath.Join(dir, "zeros")
+	require.NoError(t, os.WriteFile(zeros, make([]byte, 8<<20), 0o600))
+	runTool(t, "xz", "-0", "-k", zeros)
+	bin := stripped(t, full)
+	runTool(t, "objcopy", "--add-section", ".gnu_debugdata="+zeros+".xz", bin)
+	leaf := nmSymbols(t, full, false)["nxv_leaf"].addr
+
+	b := newProfileBuilder()
+	off, start, end := textMapping(t, bin)
+	m := b.mapping(mappingSpec{name: bin, start: start, end: end, offset: off, gnuBuildID: gnuID(t, bin)})
+	loc := b.location(m, leaf+4, "native")
+	b.process(0, bin, []int32{loc})
+	cfg := createDefaultConfig().(*Config)
+	cfg.MaxFileSizeMiB = 1
+	p, tt := newMeteredProcessor(t, cfg)
+	process(t, p, b.pd)
+
+	assert.Equal(t, []frameName{{}}, names(b.pd, loc))
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "too_large"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
