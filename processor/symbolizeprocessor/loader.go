@@ -14,23 +14,31 @@ import (
 const maxPendingLoads = 256
 
 // loadRequest is a mapping's file to read: its identity, its name, and the
-// processes that map it.
+// processes that map it; full: its debug files and DWARF too (the second
+// reading), else its symbol table alone (the first).
 type loadRequest struct {
 	key   string
 	id    fileIdentity
 	name  string
 	procs []procRef
+	full  bool
 }
 
 // loader reads newly seen files one at a time in a goroutine of its own,
 // so that reading and indexing a large file never holds up a batch (nor
 // the processor's lock): the batch that saw the file goes out without its
 // names, later ones get them. One file at a time bounds the memory of the
-// sections being read to one file's. The goroutine starts with the first
+// sections being read to one file's. A file is read twice: first its symbol
+// table alone (milliseconds: the next batch has its names), then, once no
+// other file waits for its first reading, its debug files and DWARF (which
+// takes up to a second for a libc), which replace it in the cache; so a
+// start-up that sees hundreds of files names them all before it indexes
+// their DWARF. The goroutine starts with the first
 // file asked for and ends at the processor's shutdown.
 type loader struct {
 	p       *symbolizeProcessor
-	queue   chan loadRequest
+	queue   chan loadRequest // first readings
+	second  chan loadRequest // second readings
 	quit    chan struct{}
 	done    sync.WaitGroup // the goroutine
 	work    sync.WaitGroup // requests not finished
@@ -44,6 +52,7 @@ func newLoader(p *symbolizeProcessor) *loader {
 	l := &loader{
 		p:       p,
 		queue:   make(chan loadRequest, maxPendingLoads),
+		second:  make(chan loadRequest, maxPendingLoads),
 		quit:    make(chan struct{}),
 		waiting: map[string]bool{},
 	}
@@ -82,17 +91,35 @@ func (l *loader) enqueue(req loadRequest) {
 func (l *loader) run() {
 	defer l.done.Done()
 	for {
-		select {
+		var req loadRequest
+		select { // first readings first
 		case <-l.quit:
 			return
-		case req := <-l.queue:
-			syms, failures := l.load(req)
-			l.p.loaded(req.key, syms, failures)
-			l.mu.Lock()
-			delete(l.waiting, req.key)
-			l.mu.Unlock()
-			l.work.Done()
+		case req = <-l.queue:
+		default:
+			select {
+			case <-l.quit:
+				return
+			case req = <-l.queue:
+			case req = <-l.second:
+			}
 		}
+		syms, failures := l.load(req)
+		l.p.loaded(req, syms, failures)
+		if syms != nil && !req.full && !l.p.limits.symtabOnly {
+			req.full = true
+			l.mu.Lock()
+			select {
+			case l.second <- req:
+				l.work.Add(1)
+			default: // too many waiting: the symbol table stays
+			}
+			l.mu.Unlock()
+		}
+		l.mu.Lock()
+		delete(l.waiting, req.key)
+		l.mu.Unlock()
+		l.work.Done()
 	}
 }
 

@@ -221,18 +221,21 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 
 // loaded is called by the loader with a file's symbols (nil when it
 // failed) and why parts of it could not be used.
-func (p *symbolizeProcessor) loaded(key string, syms *symbols, failures []string) {
+func (p *symbolizeProcessor) loaded(req loadRequest, syms *symbols, failures []string) {
 	ctx := context.Background()
 	for _, r := range failures {
 		p.telemetry.ProcessorSymbolizeFilesFailed.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r))))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if syms != nil {
-		p.cache.add(key, syms)
-	} else {
-		p.cache.fail(key)
+	switch {
+	case syms != nil:
+		p.cache.add(req.key, syms)
+	case !req.full:
+		p.cache.fail(req.key)
 	}
+	// A second reading that failed (the process gone since the first)
+	// leaves the symbol table of the first.
 }
 
 // loadMapping finds, verifies and reads a mapping's file and its debug
@@ -258,7 +261,9 @@ func (p *symbolizeProcessor) loadMapping(req loadRequest) (*symbols, []string) {
 		return files
 	}
 	for _, c := range candidates(req.name, req.procs, mapsOf) {
-		syms, err := loadSymbols(c, req.id, p.limits)
+		lim := p.limits
+		lim.symtabOnly = lim.symtabOnly || !req.full
+		syms, err := loadSymbols(c, req.id, lim)
 		if err == nil {
 			if len(syms.failures) > 0 {
 				p.logger.Debug("parts of a mapping's debug information could not be used",
