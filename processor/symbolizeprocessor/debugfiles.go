@@ -166,6 +166,7 @@ func loadHeld(held *debugfile.HeldFiles, req loadRequest, lim loadLimits) (*symb
 	}
 	defer f.Close()
 	c := candidate{open: "/proc/self/fd/" + strconv.Itoa(int(f.Fd())), shown: shown}
+	lim.symtabOnly = lim.symtabOnly || !req.full // as for a file found by its processes
 	syms, err := loadSymbols(c, req.id, lim)
 	return syms, err == nil
 }

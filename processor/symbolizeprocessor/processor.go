@@ -146,7 +146,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 		for mi := range b.maps {
 			m := &b.maps[mi]
 			if m.needed && (!m.resolved || m.reload) {
-				p.load.enqueue(loadRequest{key: m.key, id: m.id, name: m.name, procs: m.procs})
+				p.load.enqueue(loadRequest{key: m.key, id: m.id, name: m.name, procs: m.procs, full: m.reload})
 				m.resolved = true
 			}
 		}
