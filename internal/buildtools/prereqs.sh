@@ -8,7 +8,10 @@
 # builds its kube-apiserver), kustomize into .tools when neither kubectl nor
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
-# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang). Idempotent.
+# test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang), libc's
+# debug file (libc6-dbg) and binutils for the symbolize processor, and what
+# internal/debugfile's tests use: Debian's debuginfod server, xz and
+# libbinutils-dbg (DWZ-compressed debug info). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -35,6 +38,10 @@ declare -A need=(
 	[x86_64-w64-mingw32-as]=binutils-mingw-w64-x86-64
 	[zip]=zip
 	[etcd]=etcd-server
+	[debuginfod]=debuginfod
+	[ip]=iproute2
+	[xz]=xz-utils
+	[objcopy]=binutils
 )
 pkgs=()
 for cmd in "${!need[@]}"; do
@@ -59,6 +66,15 @@ declare -A runtimes=(
 for f in "${!runtimes[@]}"; do
 	[ -x "$f" ] || pkgs+=(${runtimes[$f]})
 done
+# internal/debugfile's tests: DWZ-compressed debug info (a .gnu_debugaltlink
+# to an alternate file) as Debian ships it.
+dpkg -s libbinutils-dbg >/dev/null 2>&1 || pkgs+=(libbinutils-dbg)
+# The symbolize processor's tests read libc's separate debug file (Debian's
+# libc6-dbg, under /usr/lib/debug/.build-id) and use binutils (readelf,
+# objcopy, strip) and dwz to make and check stripped programs and debug files.
+dpkg -s libc6-dbg >/dev/null 2>&1 || pkgs+=(libc6-dbg)
+command -v readelf >/dev/null && command -v objcopy >/dev/null || pkgs+=(binutils)
+command -v dwz >/dev/null || pkgs+=(dwz)
 if [ ${#pkgs[@]} -gt 0 ]; then
 	mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
 	echo "prereqs: installing ${pkgs[*]}"

@@ -4,6 +4,7 @@
 package symbolizeprocessor
 
 import (
+	"debug/elf"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 )
 
 const (
@@ -25,12 +28,20 @@ const (
 
 // BenchmarkSymbolize measures the processor on 10,000 eBPF-like samples (20
 // resources of one running gcc-built process, 1,000 stacks of 20 native
-// frames over 2,000 locations in the program and the host's libc), against
-// the baseline of encoding the same batch to protobuf (pprofile's
-// marshaling, what the exporter does to every batch anyway):
-//   - warm: the processor with its cache holding both files' symbols;
-//   - cold: a new processor each time: finding the files through /proc,
-//     verifying their file id, parsing their symbol tables.
+// frames over 2,000 locations in the program, built with -g, and the
+// host's libc, whose debug file libc6-dbg installs), against the baseline
+// of encoding the same batch to protobuf (pprofile's marshaling, what the
+// exporter does to every batch anyway), reading:
+//   - symtab: the mapped files' symbol tables alone (the processor before
+//     DWARF);
+//   - dwarf: debug files and DWARF lines and inlined calls;
+//
+// each
+//   - warm: one batch, the processor's cache holding both files;
+//   - cold: a new processor, a first batch (which hands both files to the
+//     loader and goes out unnamed), the loader reading them (finding them
+//     through /proc, verifying their file id, parsing symbol tables, finding
+//     the debug files and indexing their DWARF), then a second batch.
 //
 // Every op encodes a fresh copy of the batch (timer stopped, timed on its
 // own) and then symbolizes another (timed), so that the two share the
@@ -38,42 +49,79 @@ const (
 // encode-ms/10k-samples the baseline's, x-encode their ratio.
 func BenchmarkSymbolize(b *testing.B) {
 	pd := benchBatch(b)
-	for _, bc := range []struct {
-		name string
-		cold bool
-	}{{"warm", false}, {"cold", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			p := newTestProcessor(b)
-			m := &pprofile.ProtoMarshaler{}
-			work := pprofile.NewProfiles()
-			pd.CopyTo(work)
-			process(b, p, work) // warm the cache
-			var encode time.Duration
-			b.ResetTimer()
-			for range b.N {
+	for _, src := range []struct {
+		name       string
+		symtabOnly bool
+	}{{"symtab", true}, {"dwarf", false}} {
+		for _, bc := range []struct {
+			name string
+			cold bool
+		}{{"warm", false}, {"cold", true}} {
+			b.Run(src.name+"/"+bc.name, func(b *testing.B) {
+				newProc := func() *symbolizeProcessor {
+					p := newTestProcessor(b)
+					p.limits.symtabOnly = src.symtabOnly
+					return p
+				}
+				p := newProc()
+				m := &pprofile.ProtoMarshaler{}
+				work := pprofile.NewProfiles()
+				pd.CopyTo(work)
+				process(b, p, work) // warm the cache
+				var encode time.Duration
+				b.ResetTimer()
+				for range b.N {
+					b.StopTimer()
+					// Marshaling turns the resources' attribute keys and
+					// string values into references in place: a fresh copy.
+					pd.CopyTo(work)
+					start := time.Now()
+					if _, err := m.MarshalProfiles(work); err != nil {
+						b.Fatal(err)
+					}
+					encode += time.Since(start)
+					pd.CopyTo(work)
+					if bc.cold {
+						p = newProc()
+					}
+					b.StartTimer()
+					if bc.cold {
+						process(b, p, work)
+					} else {
+						processOnce(b, p, work)
+					}
+				}
 				b.StopTimer()
-				// Marshaling turns the resources' attribute keys and
-				// string values into references in place: a fresh copy.
-				pd.CopyTo(work)
-				start := time.Now()
-				if _, err := m.MarshalProfiles(work); err != nil {
-					b.Fatal(err)
-				}
-				encode += time.Since(start)
-				pd.CopyTo(work)
-				if bc.cold {
-					p = newTestProcessor(b)
-				}
-				b.StartTimer()
-				process(b, p, work)
-			}
-			b.StopTimer()
-			n := time.Duration(b.N)
-			b.ReportMetric(ms(b.Elapsed()/n), "ms/10k-samples")
-			b.ReportMetric(ms(encode/n), "encode-ms/10k-samples")
-			b.ReportMetric(ratio(b.Elapsed(), encode), "x-encode")
-		})
+				n := time.Duration(b.N)
+				b.ReportMetric(ms(b.Elapsed()/n), "ms/10k-samples")
+				b.ReportMetric(ms(encode/n), "encode-ms/10k-samples")
+				b.ReportMetric(ratio(b.Elapsed(), encode), "x-encode")
+			})
+		}
 	}
+}
+
+// BenchmarkIndexLibcDebugFile measures reading and indexing the DWARF lines
+// and inlined calls of the host's libc's debug file (libc6-dbg): time,
+// allocations, and the index kept (index-MiB).
+func BenchmarkIndexLibcDebugFile(b *testing.B) {
+	lp := compile(b, b.TempDir(), "nxv.c", "nxv-bench")
+	libc := mappedLibc(b, startWaiting(b, lp))
+	id := gnuID(b, libc)
+	path := filepath.Join(globalDebugDir, ".build-id", id[:2], id[2:]+".debug")
+	var size int
+	b.ReportAllocs()
+	for range b.N {
+		ef, err := elf.Open(path)
+		require.NoError(b, err, "libc's debug file (libc6-dbg: run `make prereqs`)")
+		d, err := dwarfindex.Open(ef, dwarfindex.Limits{SectionBytes: 1 << 30})
+		require.NoError(b, err)
+		ix, err := dwarfindex.Build(d, dwarfindex.Limits{IndexBytes: 1 << 30}, demangleName)
+		require.NoError(b, err)
+		size = ix.Size()
+		require.NoError(b, ef.Close())
+	}
+	b.ReportMetric(float64(size)/(1<<20), "index-MiB")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -84,7 +132,7 @@ func ratio(d, base time.Duration) float64 { return float64(d) / float64(base) }
 // every one of its locations.
 func benchBatch(b *testing.B) pprofile.Profiles {
 	dir := b.TempDir()
-	bin := compile(b, dir, "nxv.c", "nxv-bench")
+	bin := compile(b, dir, "nxv.c", "nxv-bench", "-g")
 	pid := startWaiting(b, bin)
 	libc := mappedLibc(b, pid)
 	rng := rand.New(rand.NewPCG(1, 2))

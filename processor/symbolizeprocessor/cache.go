@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// symtabCache keeps parsed symbol tables by file identity, least recently
+// symtabCache keeps parsed symbols (tables and DWARF lines) by file identity, least recently
 // used evicted first, within a budget of bytes (each table's size estimate).
 // A table larger than the whole budget is not kept. Files that could not be
 // symbolized (or whose table is larger than the budget) are remembered for failureTTL so that a file that is gone, too
@@ -24,7 +24,7 @@ type symtabCache struct {
 
 type cacheEntry struct {
 	key string
-	tab *symtab
+	tab *symbols
 }
 
 const (
@@ -47,7 +47,7 @@ func newSymtabCache(budget int) *symtabCache {
 // get returns the table of a file identity, and whether the identity is
 // known to have failed recently (then tab is nil and there is no use
 // looking for the file again yet).
-func (c *symtabCache) get(key string) (tab *symtab, failed bool) {
+func (c *symtabCache) get(key string) (tab *symbols, failed bool) {
 	if e, ok := c.entries[key]; ok {
 		c.order.MoveToFront(e)
 		return e.Value.(*cacheEntry).tab, false
@@ -64,18 +64,18 @@ func (c *symtabCache) get(key string) (tab *symtab, failed bool) {
 // add keeps a table, evicting the least recently used ones beyond the
 // budget. A table larger than the whole budget is not kept, and its file is
 // not read again for failureTTL: it would be parsed again at every batch.
-func (c *symtabCache) add(key string, tab *symtab) {
+func (c *symtabCache) add(key string, tab *symbols) {
 	if e, ok := c.entries[key]; ok {
-		c.used -= e.Value.(*cacheEntry).tab.size
+		c.used -= e.Value.(*cacheEntry).tab.size()
 		c.order.Remove(e)
 		delete(c.entries, key)
 	}
-	if tab.size > c.budget {
+	if tab.size() > c.budget {
 		c.fail(key)
 		return
 	}
 	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, tab: tab})
-	c.used += tab.size
+	c.used += tab.size()
 	c.evict()
 }
 
@@ -96,7 +96,7 @@ func (c *symtabCache) evict() {
 		ce := e.Value.(*cacheEntry)
 		c.order.Remove(e)
 		delete(c.entries, ce.key)
-		c.used -= ce.tab.size
+		c.used -= ce.tab.size()
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newSymtabCache(1000)
-	a, b, d := &symtab{size: 400}, &symtab{size: 400}, &symtab{size: 400}
+	a, b, d := &symbols{tab: &symtab{size: 400}}, &symbols{tab: &symtab{size: 400}}, &symbols{tab: &symtab{size: 400}}
 	c.add("a", a)
 	c.add("b", b)
 	got, _ := c.get("a") // a is now the most recently used
@@ -29,7 +29,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Nil(t, got)
 	assert.Equal(t, 700, c.used)
 
-	c.add("huge", &symtab{size: 1001}) // larger than the budget: not kept, not read again soon
+	c.add("huge", &symbols{tab: &symtab{size: 1001}}) // larger than the budget: not kept, not read again soon
 	got, failed := c.get("huge")
 	assert.Nil(t, got)
 	assert.True(t, failed)

@@ -5,8 +5,11 @@ package symbolizeprocessor // import "github.com/nexovue/otelcol-nexovue/process
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
 
 const (
@@ -26,6 +29,13 @@ type Config struct {
 	// MaxFileSizeMiB is the size above which a mapped file is not read: its
 	// frames stay unsymbolized.
 	MaxFileSizeMiB int `mapstructure:"max_file_size_mib"`
+	// DebugDirs are directories of separate debug files on the agent's
+	// host, looked in after the process's own root: by build id
+	// (<dir>/.build-id/xx/yyyy.debug) and by .gnu_debuglink.
+	DebugDirs []string `mapstructure:"debug_dirs"`
+	// Debuginfod fetches debug files by build ID from debuginfod servers;
+	// off unless it has URLs (or DEBUGINFOD_URLS is set).
+	Debuginfod debugfile.DebuginfodConfig `mapstructure:"debuginfod"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -34,7 +44,7 @@ type Config struct {
 var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() component.Config {
-	return &Config{CacheSizeMiB: defaultCacheSizeMiB, MaxFileSizeMiB: defaultMaxFileSizeMiB}
+	return &Config{CacheSizeMiB: defaultCacheSizeMiB, MaxFileSizeMiB: defaultMaxFileSizeMiB, Debuginfod: debugfile.DefaultDebuginfodConfig()}
 }
 
 // Validate checks the configuration.
@@ -45,5 +55,10 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxFileSizeMiB < 1 || cfg.MaxFileSizeMiB > maxMaxFileSizeMiB {
 		return fmt.Errorf("max_file_size_mib: must be between 1 and %d, got %d", maxMaxFileSizeMiB, cfg.MaxFileSizeMiB)
 	}
-	return nil
+	for i, d := range cfg.DebugDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("debug_dirs[%d]: must be an absolute path, got %q", i, d)
+		}
+	}
+	return cfg.Debuginfod.Validate("debuginfod::")
 }

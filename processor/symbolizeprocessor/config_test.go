@@ -6,6 +6,7 @@ package symbolizeprocessor
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 )
 
@@ -25,13 +27,20 @@ func TestLoadConfig(t *testing.T) {
 		expected    *Config
 		errContains string
 	}{
-		{id: component.NewID(metadata.Type), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024}},
-		{id: component.NewIDWithName(metadata.Type, "small"), expected: &Config{CacheSizeMiB: 8, MaxFileSizeMiB: 100}},
-		{id: component.NewIDWithName(metadata.Type, "bounds"), expected: &Config{CacheSizeMiB: 4096, MaxFileSizeMiB: 1}},
+		{id: component.NewID(metadata.Type), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "small"), expected: &Config{CacheSizeMiB: 8, MaxFileSizeMiB: 100, DebugDirs: []string{"/var/lib/nxv-debug", "/opt/debug"}, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "bounds"), expected: &Config{CacheSizeMiB: 4096, MaxFileSizeMiB: 1, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "debuginfod"), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, Debuginfod: debugfile.DebuginfodConfig{
+			URLs: []string{"https://debuginfod.debian.net"}, Timeout: 5 * time.Second, MaxFileSizeMiB: 256, MaxConcurrent: 1,
+			CacheDir: "/var/cache/nxv", CacheSizeMiB: 512, NegativeCacheTTL: time.Hour,
+		}}},
+		{id: component.NewIDWithName(metadata.Type, "debuginfod_bad"), errContains: `debuginfod::urls[0]: scheme must be http or https, got "ftp"`},
+		{id: component.NewIDWithName(metadata.Type, "debuginfod_bad"), errContains: "debuginfod::max_concurrent: must be between 1 and 64, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "cache_zero"), errContains: "cache_size_mib: must be between 1 and 4096, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "cache_too_large"), errContains: "cache_size_mib: must be between 1 and 4096, got 4097"},
 		{id: component.NewIDWithName(metadata.Type, "file_zero"), errContains: "max_file_size_mib: must be between 1 and 65536, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "file_negative"), errContains: "max_file_size_mib: must be between 1 and 65536, got -1"},
+		{id: component.NewIDWithName(metadata.Type, "debug_dir_relative"), errContains: `debug_dirs[1]: must be an absolute path, got "debug"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

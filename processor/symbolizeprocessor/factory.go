@@ -32,8 +32,12 @@ func createProfilesProcessor(
 	cfg component.Config,
 	next xconsumer.Profiles,
 ) (xprocessor.Profiles, error) {
-	p := newSymbolizeProcessor(set, cfg.(*Config))
+	p, err := newSymbolizeProcessor(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
 	return xprocessorhelper.NewProfiles(ctx, set, cfg, next, p.processProfiles,
 		xprocessorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		xprocessorhelper.WithShutdown(p.shutdown),
 	)
 }

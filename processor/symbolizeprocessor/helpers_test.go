@@ -23,7 +23,8 @@ import (
 )
 
 // compile builds a test program from testdata/src with gcc (or g++ for
-// .cpp) into dir and returns its path.
+// .cpp) into dir and returns its path. Without -g (pass it in args): its
+// frames are named from its symbol table.
 func compile(tb testing.TB, dir, src, out string, args ...string) string {
 	tb.Helper()
 	cc := "gcc"
@@ -33,7 +34,7 @@ func compile(tb testing.TB, dir, src, out string, args ...string) string {
 	bin := filepath.Join(dir, out)
 	srcPath, err := filepath.Abs(filepath.Join("testdata", "src", src))
 	require.NoError(tb, err)
-	cmd := exec.Command(cc, append(append([]string{"-g", "-O1", "-fno-omit-frame-pointer", "-Wl,--build-id"}, args...), "-o", bin, srcPath)...)
+	cmd := exec.Command(cc, append(append([]string{"-O1", "-fno-omit-frame-pointer", "-Wl,--build-id"}, args...), "-o", bin, srcPath)...)
 	outb, err := cmd.CombinedOutput()
 	require.NoError(tb, err, "%s (gcc and g++ are needed: run `make prereqs`): %s", cc, outb)
 	return bin
@@ -129,7 +130,14 @@ func textMapping(tb testing.TB, path string) (fileOffset, start, end uint64) {
 // it has printed ready (its mappings are then in /proc/<pid>/maps).
 func startWaiting(tb testing.TB, bin string) int {
 	tb.Helper()
-	cmd := exec.Command(bin, "wait")
+	return startWaitingCommand(tb, bin, "wait")
+}
+
+// startWaitingCommand is startWaiting for a command line that runs a test
+// program with "wait" (through chroot, for one).
+func startWaitingCommand(tb testing.TB, name string, args ...string) int {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(tb, err)
 	require.NoError(tb, cmd.Start())

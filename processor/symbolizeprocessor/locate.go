@@ -115,6 +115,8 @@ func (l *limitedReader) Read(b []byte) (int, error) {
 // the path the process sees (the function's filename).
 type candidate struct {
 	open, shown string
+	// pid is the process whose root the file is seen in (0: the host's).
+	pid int64
 }
 
 // candidates returns where to look for a mapping's file, in order: for
@@ -149,7 +151,7 @@ func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile)
 					continue
 				}
 				for _, r := range mf.ranges {
-					add(&inProcs, candidate{open: root + "/map_files/" + r, shown: mf.path})
+					add(&inProcs, candidate{open: root + "/map_files/" + mapFilesName(r), shown: mf.path, pid: pr.pid})
 				}
 				paths = append(paths, mf.path)
 			}
@@ -162,7 +164,7 @@ func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile)
 		}
 		for _, p := range paths {
 			if pr.pid > 0 {
-				add(&inProcs, candidate{open: root + "/root" + p, shown: p})
+				add(&inProcs, candidate{open: root + "/root" + p, shown: p, pid: pr.pid})
 			}
 			add(&host, candidate{open: p, shown: p})
 		}
@@ -171,6 +173,20 @@ func candidates(name string, procs []procRef, maps func(pid int64) []mappedFile)
 		add(&host, candidate{open: name, shown: name})
 	}
 	return append(inProcs, host...)
+}
+
+// mapFilesName is the name /proc/<pid>/map_files gives a range of
+// /proc/<pid>/maps: maps pads addresses to 8 hex digits ("00400000-00401000",
+// a non-PIE executable's), map_files does not ("400000-401000").
+func mapFilesName(r string) string {
+	lo, hi, _ := strings.Cut(r, "-")
+	trim := func(s string) string {
+		if t := strings.TrimLeft(s, "0"); t != "" {
+			return t
+		}
+		return "0"
+	}
+	return trim(lo) + "-" + trim(hi)
 }
 
 // procRef is a process whose stacks hold a mapping: its pid (0 when
@@ -185,47 +201,51 @@ type procRef struct {
 // not allowed, another file) mean the next place is worth a try.
 var errUnusable = errors.New("the mapping's file cannot be used")
 
-// loadFile opens the file at open (shown: the path the process sees),
-// checks that it is the mapping's file and parses its symbol table.
-func loadFile(open, shown string, id fileIdentity, maxSize int64) (*symtab, error) {
+// openMapped opens the file at open and checks that it is the mapping's
+// file, within maxSize. The caller closes it.
+func openMapped(open string, id fileIdentity, maxSize int64) (*os.File, int64, error) {
 	f, err := os.Open(open)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	defer f.Close()
+	size, err := verifyMapped(f, open, id, maxSize)
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+func verifyMapped(f *os.File, open string, id fileIdentity, maxSize int64) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", open)
+		return 0, fmt.Errorf("%s: not a regular file", open)
 	}
 	switch {
 	case id.htlhash != "":
 		h, err := htlhash(f, fi.Size())
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if !strings.EqualFold(h, id.htlhash) {
-			return nil, fmt.Errorf("%s: file id %s, mapping's %s: %w", open, h, id.htlhash, errMismatch)
+			return 0, fmt.Errorf("%s: file id %s, mapping's %s: %w", open, h, id.htlhash, errMismatch)
 		}
 	case id.gnu != "":
 		b, err := gnuBuildID(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", open, err)
+			return 0, fmt.Errorf("%s: %w", open, err)
 		}
 		if !strings.EqualFold(b, id.gnu) {
-			return nil, fmt.Errorf("%s: GNU build id %q, mapping's %s: %w", open, b, id.gnu, errMismatch)
+			return 0, fmt.Errorf("%s: GNU build id %q, mapping's %s: %w", open, b, id.gnu, errMismatch)
 		}
 	default:
-		return nil, errMismatch
+		return 0, errMismatch
 	}
 	if fi.Size() > maxSize {
-		return nil, fmt.Errorf("%s: %d bytes, %w: %w", open, fi.Size(), errTooLarge, errUnusable)
+		return 0, fmt.Errorf("%s: %d bytes, %w: %w", open, fi.Size(), errTooLarge, errUnusable)
 	}
-	st, err := parseSymtab(f, shown)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", open, err, errUnusable)
-	}
-	return st, nil
+	return fi.Size(), nil
 }

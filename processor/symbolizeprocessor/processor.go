@@ -12,7 +12,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
+	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 )
 
 // Attribute keys the eBPF profiler sets (OpenTelemetry semantic conventions).
@@ -29,19 +35,57 @@ const (
 const maxProcsPerMapping = 4
 
 type symbolizeProcessor struct {
-	logger  *zap.Logger
-	maxSize int64
+	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
+	limits    loadLimits
+	// held are the executables the profiling receiver holds open
+	// (debugfile.Held; a test's own).
+	held *debugfile.HeldFiles
 
-	mu    sync.Mutex // guards cache, and the tables in it
+	mu    sync.Mutex // guards cache, and the symbols in it
 	cache *symtabCache
+	load  *loader
 }
 
-func newSymbolizeProcessor(set processor.Settings, cfg *Config) *symbolizeProcessor {
-	return &symbolizeProcessor{
-		logger:  set.Logger,
-		maxSize: int64(cfg.MaxFileSizeMiB) << 20,
-		cache:   newSymtabCache(cfg.CacheSizeMiB << 20),
+func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProcessor, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
 	}
+	client, err := debugfile.NewDebuginfod(cfg.Debuginfod, set.Logger)
+	if err != nil {
+		return nil, err
+	}
+	p := &symbolizeProcessor{
+		logger:    set.Logger,
+		telemetry: tb,
+		limits: loadLimits{
+			maxFileSize: int64(cfg.MaxFileSizeMiB) << 20,
+			indexBytes:  cfg.CacheSizeMiB << 20,
+			debugDirs:   cfg.DebugDirs,
+			debuginfod:  client,
+		},
+		held:  debugfile.Held,
+		cache: newSymtabCache(cfg.CacheSizeMiB << 20),
+	}
+	p.load = newLoader(p)
+	return p, nil
+}
+
+// debuginfodHas tells whether the debuginfod client has fetched a build
+// ID's debug file; if not, it asks for it (again, once a miss's
+// negative_cache_ttl is over), without waiting.
+func (p *symbolizeProcessor) debuginfodHas(buildID string) bool {
+	_, ok := p.limits.debuginfod.Lookup(buildID)
+	return ok
+}
+
+// shutdown stops the loader (waiting for the file it reads).
+func (p *symbolizeProcessor) shutdown(context.Context) error {
+	p.load.stop()
+	p.limits.debuginfod.Close()
+	p.telemetry.Shutdown()
+	return nil
 }
 
 // mappingState is what a batch knows of one of its mappings.
@@ -50,14 +94,18 @@ type mappingState struct {
 	key      string
 	id       fileIdentity
 	name     string
-	tab      *symtab
-	resolved bool // looked up (tab nil: not symbolized)
+	syms     *symbols
+	resolved bool // looked up (syms nil: not symbolized)
+	reload   bool // read again: its debug file was fetched since
 	procs    []procRef
 }
 
 // processProfiles gives every native frame of the batch that has a mapping
-// and no line a line naming its symbol, where the mapped file has one.
-func (p *symbolizeProcessor) processProfiles(_ context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
+// and no line its lines (innermost first: the inlined calls, then the
+// function) where the mapped file's symbols are loaded. Files not loaded
+// yet are handed to the loader, which reads them off the batch's path: a
+// later batch gets their names.
+func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := newBatch(pd)
@@ -76,9 +124,19 @@ func (p *symbolizeProcessor) processProfiles(_ context.Context, pd pprofile.Prof
 			m.resolved = true
 			continue
 		}
-		tab, failed := p.cache.get(m.key)
-		if tab != nil || failed {
-			m.tab, m.resolved = tab, true
+		syms, failed := p.cache.get(m.key)
+		// Lookup asks again for a debug file that missed, once its
+		// negative_cache_ttl is over (the server may have it since).
+		if syms != nil && syms.awaitBuildID != "" && p.debuginfodHas(syms.awaitBuildID) {
+			// Named as before for this batch; read again with the
+			// fetched debug file for the next ones.
+			syms.awaitBuildID = ""
+			m.syms, m.resolved, m.reload = syms, true, true
+			missing = true
+			continue
+		}
+		if syms != nil || failed || p.load.pending(m.key) {
+			m.syms, m.resolved = syms, true
 			continue
 		}
 		missing = true
@@ -87,48 +145,131 @@ func (p *symbolizeProcessor) processProfiles(_ context.Context, pd pprofile.Prof
 		b.findProcesses()
 		for mi := range b.maps {
 			m := &b.maps[mi]
-			if !m.needed || m.resolved {
-				continue
+			if m.needed && (!m.resolved || m.reload) {
+				p.load.enqueue(loadRequest{key: m.key, id: m.id, name: m.name, procs: m.procs, full: m.reload})
+				m.resolved = true
 			}
-			// Another mapping of the same file may have loaded it.
-			if tab, failed := p.cache.get(m.key); tab != nil || failed {
-				m.tab = tab
-			} else {
-				m.tab = p.load(m, b)
-			}
-			m.resolved = true
 		}
 	}
+	named := map[string]int64{} // by source
+	var unnamed int64
 	for _, li := range cands {
 		loc := b.locs.At(int(li))
 		m := &b.maps[loc.MappingIndex()]
-		if m.tab == nil {
-			continue
+		if !b.symbolize(loc, m, p.cache, named) {
+			unnamed++
 		}
-		mp := b.dict.MappingTable().At(int(loc.MappingIndex()))
-		addr, ok := m.tab.vaddr(loc.Address(), mp.MemoryStart(), mp.MemoryLimit(), mp.FileOffset())
-		if !ok {
-			continue
-		}
-		si := m.tab.lookup(addr)
-		if si < 0 {
-			continue
-		}
-		fn := b.function(m, si, p.cache)
-		loc.Lines().AppendEmpty().SetFunctionIndex(fn)
+	}
+	for src, n := range named {
+		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
+	}
+	if unnamed > 0 {
+		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
 	}
 	return pd, nil
 }
 
-// load finds, verifies and parses a mapping's file, and caches the result
-// (a failure for failureTTL).
-func (p *symbolizeProcessor) load(m *mappingState, b *batch) *symtab {
+// symbolize gives a location its lines from its mapping's symbols, and
+// counts it by source. It returns false when it names nothing.
+func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabCache, named map[string]int64) bool {
+	if m.syms == nil {
+		return false
+	}
+	mp := b.dict.MappingTable().At(int(loc.MappingIndex()))
+	tab := m.syms.tab
+	addr, ok := tab.vaddr(loc.Address(), mp.MemoryStart(), mp.MemoryLimit(), mp.FileOffset())
+	if !ok {
+		return false
+	}
+	si := tab.lookup(addr)
+	var frames []dwarfindex.Frame
+	if m.syms.lines != nil {
+		frames = m.syms.lines.Lookup(addr)
+	}
+	if len(frames) == 0 {
+		if si < 0 {
+			return false
+		}
+		loc.Lines().AppendEmpty().SetFunctionIndex(b.function(m, si, cache))
+		named[m.syms.namedBy(m.syms.tabSource)]++
+		return true
+	}
+	last := len(frames) - 1
+	if frames[last].Name == "" && si >= 0 {
+		// No subprogram in the DWARF for this address: the symbol's name.
+		n, grown := tab.name(si)
+		cache.grew(m.key, grown)
+		frames[last].Name, frames[last].SystemName = n.name, n.raw
+	}
+	if frames[last].Name == "" {
+		return false
+	}
+	for i, f := range frames {
+		if f.Name == "" && i < last {
+			// An inlined function whose name the DWARF does not give (in a
+			// DWZ alternate file): its caller's frame, at the call's line,
+			// follows.
+			continue
+		}
+		ln := loc.Lines().AppendEmpty()
+		ln.SetFunctionIndex(b.lineFunction(f))
+		ln.SetLine(f.Line)
+	}
+	named[m.syms.namedBy(m.syms.linesSource)]++
+	return true
+}
+
+// loaded is called by the loader with a file's symbols (nil when it
+// failed) and why parts of it could not be used.
+func (p *symbolizeProcessor) loaded(req loadRequest, syms *symbols, failures []string) {
+	ctx := context.Background()
+	for _, r := range failures {
+		p.telemetry.ProcessorSymbolizeFilesFailed.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r))))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case syms != nil:
+		p.cache.add(req.key, syms)
+	case !req.full:
+		p.cache.fail(req.key)
+	}
+	// A second reading that failed (the process gone since the first)
+	// leaves the symbol table of the first.
+}
+
+// loadMapping finds, verifies and reads a mapping's file and its debug
+// file (run by the loader, off the batch's path and its lock). It returns
+// nil when the file could not be used, and the reasons of the failures.
+func (p *symbolizeProcessor) loadMapping(req loadRequest) (*symbols, []string) {
+	if debugfile.IsVDSO(req.name) {
+		syms, err := loadVDSO(req)
+		if err != nil {
+			p.logger.Debug("native frames of the vDSO stay unsymbolized", zap.String("identity", req.key), zap.Error(err))
+			return nil, []string{reasonOf(err)}
+		}
+		return syms, nil
+	}
 	var lastErr error
-	for _, c := range candidates(m.name, m.procs, b.mapsOf) {
-		tab, err := loadFile(c.open, c.shown, m.id, p.maxSize)
+	maps := map[int64][]mappedFile{}
+	mapsOf := func(pid int64) []mappedFile {
+		if files, ok := maps[pid]; ok {
+			return files
+		}
+		files, _ := mappedFiles(pid) // a process gone: its executable on the host only
+		maps[pid] = files
+		return files
+	}
+	for _, c := range candidates(req.name, req.procs, mapsOf) {
+		lim := p.limits
+		lim.symtabOnly = lim.symtabOnly || !req.full
+		syms, err := loadSymbols(c, req.id, lim)
 		if err == nil {
-			p.cache.add(m.key, tab)
-			return tab
+			if len(syms.failures) > 0 {
+				p.logger.Debug("parts of a mapping's debug information could not be used",
+					zap.String("mapping", req.name), zap.String("identity", req.key), zap.Strings("reasons", syms.failures))
+			}
+			return syms, syms.failures
 		}
 		lastErr = err
 		if errors.Is(err, errUnusable) {
@@ -137,13 +278,15 @@ func (p *symbolizeProcessor) load(m *mappingState, b *batch) *symtab {
 		// Not there, not allowed (map_files needs CAP_SYS_ADMIN or
 		// CAP_CHECKPOINT_RESTORE), or another file: the next place.
 	}
+	if syms, ok := loadHeld(p.held, req, p.limits); ok {
+		return syms, syms.failures
+	}
 	if lastErr == nil {
 		lastErr = os.ErrNotExist
 	}
 	p.logger.Debug("native frames of a mapping stay unsymbolized",
-		zap.String("mapping", m.name), zap.String("identity", m.key), zap.Error(lastErr))
-	p.cache.fail(m.key)
-	return nil
+		zap.String("mapping", req.name), zap.String("identity", req.key), zap.Error(lastErr))
+	return nil, []string{reasonOf(lastErr)}
 }
 
 // batch is one request's dictionary, with what the processor learns of it.
@@ -158,8 +301,6 @@ type batch struct {
 	strIndex  map[string]int32
 	funcIndex map[[3]int32]int32
 	symFuncs  map[symRef]int32
-
-	pidMaps map[int64][]mappedFile
 }
 
 type symRef struct {
@@ -299,33 +440,36 @@ func (b *batch) findProcesses() {
 	}
 }
 
-// mapsOf returns the mapped files of a process, read once per batch.
-func (b *batch) mapsOf(pid int64) []mappedFile {
-	if b.pidMaps == nil {
-		b.pidMaps = map[int64][]mappedFile{}
-	}
-	if files, ok := b.pidMaps[pid]; ok {
-		return files
-	}
-	files, _ := mappedFiles(pid) // a process gone: its executable on the host only
-	b.pidMaps[pid] = files
-	return files
-}
-
 // function returns the index of the function naming symbol si of the
 // mapping's table, adding it (and its strings) to the dictionary when the
 // batch has no such function yet.
 func (b *batch) function(m *mappingState, si int, cache *symtabCache) int32 {
-	ref := symRef{m.tab, si}
+	ref := symRef{m.syms.tab, si}
 	if fi, ok := b.symFuncs[ref]; ok {
 		return fi
 	}
 	if b.funcIndex == nil {
 		b.indexDictionary()
 	}
-	n, grown := m.tab.name(si)
+	n, grown := m.syms.tab.name(si)
 	cache.grew(m.key, grown)
-	key := [3]int32{b.stringIndex(n.name), b.stringIndex(n.raw), b.stringIndex(m.tab.path)}
+	fi := b.functionIndex(n.name, n.raw, m.syms.tab.path)
+	b.symFuncs[ref] = fi
+	return fi
+}
+
+// lineFunction returns the index of the function of a DWARF frame.
+func (b *batch) lineFunction(f dwarfindex.Frame) int32 {
+	if b.funcIndex == nil {
+		b.indexDictionary()
+	}
+	return b.functionIndex(f.Name, f.SystemName, f.File)
+}
+
+// functionIndex returns the index of the function of those names and file,
+// adding it when the batch has none.
+func (b *batch) functionIndex(name, sys, file string) int32 {
+	key := [3]int32{b.stringIndex(name), b.stringIndex(sys), b.stringIndex(file)}
 	fi, ok := b.funcIndex[key]
 	if !ok {
 		funcs := b.dict.FunctionTable()
@@ -339,7 +483,6 @@ func (b *batch) function(m *mappingState, si int, cache *symtabCache) int32 {
 		f.SetFilenameStrindex(key[2])
 		b.funcIndex[key] = fi
 	}
-	b.symFuncs[ref] = fi
 	return fi
 }
 

@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/processor/xprocessor"
 
@@ -26,10 +28,30 @@ import (
 
 func newTestProcessor(tb testing.TB) *symbolizeProcessor {
 	tb.Helper()
-	return newSymbolizeProcessor(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config))
+	return newTestProcessorWith(tb, createDefaultConfig().(*Config), processortest.NewNopSettings(metadata.Type))
 }
 
+func newTestProcessorWith(tb testing.TB, cfg *Config, set processor.Settings) *symbolizeProcessor {
+	tb.Helper()
+	p, err := newSymbolizeProcessor(set, cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, p.shutdown(context.Background())) })
+	return p
+}
+
+// process symbolizes pd as a later batch does: a copy of it goes first
+// (handing its new files to the loader), the loader finishes, then pd.
 func process(tb testing.TB, p *symbolizeProcessor, pd pprofile.Profiles) {
+	tb.Helper()
+	first := pprofile.NewProfiles()
+	pd.CopyTo(first)
+	processOnce(tb, p, first)
+	p.load.wait()
+	processOnce(tb, p, pd)
+}
+
+// processOnce symbolizes one batch.
+func processOnce(tb testing.TB, p *symbolizeProcessor, pd pprofile.Profiles) {
 	tb.Helper()
 	_, err := p.processProfiles(context.Background(), pd)
 	require.NoError(tb, err)
@@ -259,7 +281,7 @@ func TestSymbolizeNotTheFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pd, leaf := lp.batch(0, lp.bin, tc.spec)
 			p := newTestProcessor(t)
-			p.maxSize = tc.maxSize
+			p.limits.maxFileSize = tc.maxSize
 			process(t, p, pd)
 			assert.Equal(t, []frameName{{}}, names(pd, leaf))
 		})
@@ -291,10 +313,22 @@ func TestSymbolizeThroughFactory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, proc.Start(context.Background(), nil))
 	require.True(t, proc.Capabilities().MutatesData)
-	require.NoError(t, proc.ConsumeProfiles(context.Background(), pd))
-	require.NoError(t, proc.Shutdown(context.Background()))
+	// The first batch goes out at once, without the names of the file it
+	// is the first to hold (read off its path); a later one gets them.
+	first := pprofile.NewProfiles()
+	pd.CopyTo(first)
+	require.NoError(t, proc.ConsumeProfiles(context.Background(), first))
 	require.Len(t, sink.AllProfiles(), 1)
-	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(sink.AllProfiles()[0], leaf))
+	assert.Equal(t, []frameName{{}}, names(sink.AllProfiles()[0], leaf))
+	require.Eventually(t, func() bool {
+		next := pprofile.NewProfiles()
+		pd.CopyTo(next)
+		require.NoError(t, proc.ConsumeProfiles(context.Background(), next))
+		return names(next, leaf)[0].name != ""
+	}, 30*time.Second, 10*time.Millisecond, "a later batch is named")
+	require.NoError(t, proc.Shutdown(context.Background()))
+	last := sink.AllProfiles()[len(sink.AllProfiles())-1]
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(last, leaf))
 }
 
 // TestSymbolizeHostileIndices: indices outside the dictionary are skipped,

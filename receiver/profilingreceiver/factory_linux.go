@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/ebpf-profiler/collector/config"
 	"go.uber.org/zap"
 
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/memlock"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/metadata"
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/offcpu"
@@ -39,7 +40,7 @@ func NewFactory() receiver.Factory {
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
 			return cfg
 		},
-		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
+		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(ebpfcollector.WithExecutableReporter(executableHolder{held: debugfile.Held})), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
 	)
 }
 

@@ -31,7 +31,7 @@ import (
 )
 
 // writeFile writes content to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
@@ -246,9 +246,17 @@ next:
 
 // startAgent starts the shipped agent config (real eBPF profiler, through
 // testenv.StartCollector) sending to srv with testKey, plus an overlay: a 2 s
-// reporter interval and a file exporter next to the nexovue one. It returns
-// the file exporter's path (JSON lines) and the collector.
-func startAgent(t *testing.T, srv *ingest.Server) (string, *testenv.Process) {
+// reporter interval and a file exporter next to the nexovue one, and extra
+// (further top-level YAML of the overlay, such as a processors section). It
+// returns the file exporter's path (JSON lines) and the collector.
+func startAgent(t *testing.T, srv *ingest.Server, extra ...string) (string, *testenv.Process) {
+	t.Helper()
+	return startAgentWith(t, srv, nil, extra...)
+}
+
+// startAgentWith is startAgent with the collector run through wrap
+// (testenv.CollectorOptions.Wrap; nil: directly).
+func startAgentWith(t testing.TB, srv *ingest.Server, wrap []string, extra ...string) (string, *testenv.Process) {
 	t.Helper()
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
@@ -263,11 +271,11 @@ service:
   pipelines:
     profiles:
       exporters: [nexovue, file/e2e]
-`, sinkPath))
+`, sinkPath)+strings.Join(extra, "\n"))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate}, Wrap: wrap,
 	})
 	return sinkPath, p
 }

@@ -67,7 +67,7 @@ func TestNamingWithEBPF(t *testing.T) {
 
 // agentEnv is the environment of the shipped agent.yaml sending to the
 // double at url, with its queue in dir and its ports free loopback ones.
-func agentEnv(t *testing.T, url, dir string) []string {
+func agentEnv(t testing.TB, url, dir string) []string {
 	return []string{
 		"NEXOVUE_ENDPOINT=" + url,
 		"NEXOVUE_KEY=" + testKey,
