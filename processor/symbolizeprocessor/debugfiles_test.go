@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,9 +72,18 @@ func runTool(tb testing.TB, name string, args ...string) {
 // profiler sends it (its own file id of the mapping's bytes), is named from
 // the process's [vdso] mapping.
 func TestSymbolizeVDSO(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
+	// The shell prints once it runs, so its exec (which maps the vDSO) is
+	// over when the line arrives; reading the maps right after Start can
+	// catch the process between its old and its new image.
+	cmd := exec.Command("sh", "-c", "echo running; sleep 60")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "running\n", line)
 	pid := cmd.Process.Pid
 
 	v, err := debugfile.ReadVDSO("/proc", pid)
