@@ -24,7 +24,8 @@ import (
 // include_env_vars defaulting to DefaultIncludeEnvVars, and a start-up step
 // before upstream's Start: memlock.Prepare, which lets the profiler start
 // without CAP_SYS_RESOURCE on kernels that charge BPF memory to the memory
-// cgroup, and otherwise says what to grant. Everything else, including how
+// cgroup, and otherwise says what to grant; and a reporter (newReporter)
+// that keeps samples with different goroutine labels apart. Everything else, including how
 // the receiver is created and started, is upstream's.
 func NewFactory() receiver.Factory {
 	upstream := ebpfcollector.NewFactory()
@@ -35,7 +36,7 @@ func NewFactory() receiver.Factory {
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
 			return cfg
 		},
-		xreceiver.WithProfiles(createProfiles(ebpfcollector.BuildProfilesReceiver(), memlock.Prepare), metadata.ProfilesStability),
+		xreceiver.WithProfiles(createProfiles(ebpfcollector.BuildProfilesReceiver(ebpfcollector.WithReporterFactory(newReporter)), memlock.Prepare), metadata.ProfilesStability),
 	)
 }
 
