@@ -34,6 +34,7 @@ type FunctionCount struct {
 // ServiceStats is what was accepted for one service.name.
 type ServiceStats struct {
 	Samples      int64           `json:"samples"`
+	Linked       int64           `json:"samples_linked"` // samples with a link to a span
 	SampleTypes  []SampleType    `json:"sample_types"`
 	TopLeaf      []FunctionCount `json:"top_leaf"`
 	TopInclusive []FunctionCount `json:"top_inclusive"`
@@ -58,6 +59,7 @@ type Stats struct {
 	ClientEarlyRetries int                     `json:"client_early_retries"`
 	AcceptedRequests   int                     `json:"accepted_requests"`
 	SamplesAccepted    int64                   `json:"samples_accepted"`
+	SamplesLinked      int64                   `json:"samples_linked"` // accepted samples with a link to a span
 	FramesAccepted     int64                   `json:"frames_accepted"`
 	Services           map[string]ServiceStats `json:"services"`
 	Seq                SeqStats                `json:"seq"`
@@ -73,6 +75,7 @@ type Window struct {
 	Start    time.Time
 	End      time.Time
 	Samples  int64                       // samples accepted
+	Linked   int64                       // of which with a link to a span
 	Services map[string]int64            // samples accepted per service.name
 	Leaf     map[string]map[string]int64 // per service: leaf function -> samples
 	Statuses map[int]int                 // answers by status code
@@ -86,6 +89,7 @@ func newWindow(start time.Time) *Window {
 // serviceAgg is the running aggregate for one service.
 type serviceAgg struct {
 	samples     int64
+	linked      int64
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -99,6 +103,7 @@ type aggregates struct {
 	clientEarly  int
 	accepted     int
 	samples      int64
+	linked       int64
 	frames       int64
 	services     map[string]*serviceAgg
 	seq          map[int64]int64 // seq -> times seen
@@ -153,6 +158,9 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 			a.services[name] = agg
 		}
 		agg.samples += ss.samples
+		agg.linked += ss.linked
+		a.linked += ss.linked
+		a.window.Linked += ss.linked
 		for _, st := range ss.sampleTypes {
 			agg.sampleTypes = appendUnique(agg.sampleTypes, st)
 		}
@@ -246,6 +254,7 @@ func (a *aggregates) snapshot() Stats {
 		ClientEarlyRetries: a.clientEarly,
 		AcceptedRequests:   a.accepted,
 		SamplesAccepted:    a.samples,
+		SamplesLinked:      a.linked,
 		FramesAccepted:     a.frames,
 		Services:           make(map[string]ServiceStats, len(a.services)),
 		Seq:                a.seqStats(),
@@ -254,6 +263,7 @@ func (a *aggregates) snapshot() Stats {
 	for name, agg := range a.services {
 		st.Services[name] = ServiceStats{
 			Samples:      agg.samples,
+			Linked:       agg.linked,
 			SampleTypes:  slices.Clone(agg.sampleTypes),
 			TopLeaf:      TopCounts(agg.leaf, statsTopN),
 			TopInclusive: TopCounts(agg.inclusive, statsTopN),

@@ -24,6 +24,7 @@ type SampleType struct {
 // serviceSummary is what one request carried for one service.
 type serviceSummary struct {
 	samples     int64
+	linked      int64 // samples with a link (link_index > 0)
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -101,7 +102,7 @@ func (n *namer) location(li int32) []string {
 }
 
 // summarize aggregates a validated request: per service
-// the samples, sample types, leaf and inclusive function counts, and the seq
+// the samples, the linked samples, sample types, leaf and inclusive function counts, and the seq
 // attribute of every sample that has one.
 func summarize(pd pprofile.Profiles) *summary {
 	dict := pd.Dictionary()
@@ -131,6 +132,9 @@ func summarize(pd pprofile.Profiles) *summary {
 				}
 				for _, s := range p.Samples().All() {
 					ss.samples++
+					if linkedSample(s) {
+						ss.linked++
+					}
 					locs := dict.StackTable().At(int(s.StackIndex())).LocationIndices()
 					if locs.Len() > 0 {
 						ss.leaf[nm.location(locs.At(0))[0]]++
