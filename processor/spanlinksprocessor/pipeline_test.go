@@ -41,18 +41,12 @@ func labelledBatch(n int) pprofile.Profiles {
 	}
 	name := attr(ebpf+"span_name", "GET /checkout")
 	i := 0
-	for _, rp := range pd.ResourceProfiles().All() {
-		for _, sp := range rp.ScopeProfiles().All() {
-			for _, p := range sp.Profiles().All() {
-				for _, s := range p.Samples().All() {
-					if i%2 == 0 {
-						s.AttributeIndices().Append(spanAttrs[i/2%50], traceAttrs[i/2%50], name)
-					}
-					i++
-				}
-			}
+	forEachSample(pd, func(s pprofile.Sample) {
+		if i%2 == 0 {
+			s.AttributeIndices().Append(spanAttrs[i/2%50], traceAttrs[i/2%50], name)
 		}
-	}
+		i++
+	})
 	return pd
 }
 
@@ -117,20 +111,14 @@ func TestFrameLimitSplitKeepsLinks(t *testing.T) {
 func sampleSeqs(pd pprofile.Profiles) []int64 {
 	dict := pd.Dictionary()
 	var out []int64
-	for _, rp := range pd.ResourceProfiles().All() {
-		for _, sp := range rp.ScopeProfiles().All() {
-			for _, p := range sp.Profiles().All() {
-				for _, s := range p.Samples().All() {
-					for _, a := range s.AttributeIndices().All() {
-						kv := dict.AttributeTable().At(int(a))
-						if dict.StringTable().At(int(kv.KeyStrindex())) == profilegen.SeqKey {
-							out = append(out, kv.Value().Int())
-						}
-					}
-				}
+	forEachSample(pd, func(s pprofile.Sample) {
+		for _, a := range s.AttributeIndices().All() {
+			kv := dict.AttributeTable().At(int(a))
+			if dict.StringTable().At(int(kv.KeyStrindex())) == profilegen.SeqKey {
+				out = append(out, kv.Value().Int())
 			}
 		}
-	}
+	})
 	return out
 }
 

@@ -116,26 +116,16 @@ func (l *linker) processProfiles(ctx context.Context, pd pprofile.Profiles) (ppr
 	}
 	var linked, already int64
 	var invalid [numReasons]int64
-	rps := pd.ResourceProfiles()
-	for i := 0; i < rps.Len(); i++ {
-		sps := rps.At(i).ScopeProfiles()
-		for j := 0; j < sps.Len(); j++ {
-			profs := sps.At(j).Profiles()
-			for k := 0; k < profs.Len(); k++ {
-				samples := profs.At(k).Samples()
-				for s := 0; s < samples.Len(); s++ {
-					switch r, ok := l.linkSample(&b, samples.At(s)); {
-					case r == reasonAlreadyLinked:
-						already++
-					case ok:
-						linked++
-					case r != reasonNone:
-						invalid[r]++
-					}
-				}
-			}
+	forEachSample(pd, func(s pprofile.Sample) {
+		switch r, ok := l.linkSample(&b, s); {
+		case r == reasonAlreadyLinked:
+			already++
+		case ok:
+			linked++
+		case r != reasonNone:
+			invalid[r]++
 		}
-	}
+	})
 	l.telemetry.ProcessorSpanLinksSamplesLinked.Add(ctx, linked)
 	l.telemetry.ProcessorSpanLinksSamplesAlreadyLinked.Add(ctx, already)
 	for r, n := range invalid {
@@ -171,6 +161,16 @@ func (l *linker) attributeRoles(b *batch) bool {
 
 func (l *linker) countAlreadyLinked(ctx context.Context, pd pprofile.Profiles) {
 	var already int64
+	forEachSample(pd, func(s pprofile.Sample) {
+		if s.LinkIndex() != 0 {
+			already++
+		}
+	})
+	l.telemetry.ProcessorSpanLinksSamplesAlreadyLinked.Add(ctx, already)
+}
+
+// forEachSample calls f with every sample of pd, in order.
+func forEachSample(pd pprofile.Profiles, f func(pprofile.Sample)) {
 	rps := pd.ResourceProfiles()
 	for i := 0; i < rps.Len(); i++ {
 		sps := rps.At(i).ScopeProfiles()
@@ -179,14 +179,11 @@ func (l *linker) countAlreadyLinked(ctx context.Context, pd pprofile.Profiles) {
 			for k := 0; k < profs.Len(); k++ {
 				samples := profs.At(k).Samples()
 				for s := 0; s < samples.Len(); s++ {
-					if samples.At(s).LinkIndex() != 0 {
-						already++
-					}
+					f(samples.At(s))
 				}
 			}
 		}
 	}
-	l.telemetry.ProcessorSpanLinksSamplesAlreadyLinked.Add(ctx, already)
 }
 
 // linkSample links one sample. It returns reasonNone and false for a sample

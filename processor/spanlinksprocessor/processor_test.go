@@ -89,20 +89,14 @@ func mustHex(t testing.TB, s string) []byte {
 func links(pd pprofile.Profiles) []string {
 	var out []string
 	dict := pd.Dictionary()
-	for _, rp := range pd.ResourceProfiles().All() {
-		for _, sp := range rp.ScopeProfiles().All() {
-			for _, p := range sp.Profiles().All() {
-				for _, s := range p.Samples().All() {
-					if s.LinkIndex() == 0 {
-						out = append(out, "")
-						continue
-					}
-					l := dict.LinkTable().At(int(s.LinkIndex()))
-					out = append(out, l.TraceID().String()+"/"+l.SpanID().String())
-				}
-			}
+	forEachSample(pd, func(s pprofile.Sample) {
+		if s.LinkIndex() == 0 {
+			out = append(out, "")
+			return
 		}
-	}
+		l := dict.LinkTable().At(int(s.LinkIndex()))
+		out = append(out, l.TraceID().String()+"/"+l.SpanID().String())
+	})
 	return out
 }
 

@@ -131,6 +131,35 @@ func (sb *spanburn) run(t *testing.T) []recordedSpan {
 	return spans
 }
 
+// runAndCollect waits until the file exporter's output at sinkPath holds
+// the program's hot function (thread tid, -1 for any), runs the phases, and
+// waits for a sample (or a profile) that starts more than after past the
+// last span's end; it returns the spans and the hot events.
+func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, after time.Duration) ([]recordedSpan, []linkedEvent) {
+	t.Helper()
+	testenv.WaitFor(t, 2*time.Minute, "the collector to send spanburn's main.hot", func() (bool, error) {
+		ev, err := hotEvents(sinkPath, sb.service, tid)
+		return len(ev) > 0, err
+	})
+	spans := sb.run(t)
+	end := spans[0].EndUnixNano
+	for _, s := range spans {
+		end = max(end, s.EndUnixNano)
+	}
+	var events []linkedEvent
+	testenv.WaitFor(t, time.Minute, "samples after the last span", func() (bool, error) {
+		var err error
+		events, err = hotEvents(sinkPath, sb.service, tid)
+		for _, e := range events {
+			if e.from > end+int64(after) {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	return spans, events
+}
+
 // linkedEvent is one sample event (one timestamp, or one pprof sample's
 // count) of the hot function's thread: when, and the link it carries.
 type linkedEvent struct {
@@ -328,28 +357,8 @@ func TestSpanLinksEBPF(t *testing.T) {
 	sb := startSpanburn(t, service)
 	sinkPath, _ := startAgent(t, srv)
 
-	tid := readTID(t, sb)
 	// The profiler has seen the program once its hot function arrives.
-	testenv.WaitFor(t, 2*time.Minute, "the agent to send spanburn's main.hot", func() (bool, error) {
-		ev, err := hotEvents(sinkPath, service, tid)
-		return len(ev) > 0, err
-	})
-	spans := sb.run(t)
-	end := spans[0].EndUnixNano
-	for _, s := range spans {
-		end = max(end, s.EndUnixNano)
-	}
-	var events []linkedEvent
-	testenv.WaitFor(t, time.Minute, "samples after the last span", func() (bool, error) {
-		var err error
-		events, err = hotEvents(sinkPath, service, tid)
-		for _, e := range events {
-			if e.from > end+int64(spanPhase/2) {
-				return true, err
-			}
-		}
-		return false, err
-	})
+	spans, events := sb.runAndCollect(t, sinkPath, readTID(t, sb), spanPhase/2)
 	shares, wrong := spanFigures(t, events, spans, linkTolerance)
 	waitLinkedAtDouble(t, srv, sinkPath, service)
 	t.Logf("figures span-links-ebpf: share A=%.3f B=%.3f C=%.3f wrong=%d", shares["A"], shares["B"], shares["C"], wrong)
@@ -396,26 +405,7 @@ service:
 		},
 		Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
-	testenv.WaitFor(t, time.Minute, "a CPU profile with main.hot", func() (bool, error) {
-		ev, err := hotEvents(sinkPath, service, -1)
-		return len(ev) > 0, err
-	})
-	spans := sb.run(t)
-	end := spans[0].EndUnixNano
-	for _, s := range spans {
-		end = max(end, s.EndUnixNano)
-	}
-	var events []linkedEvent
-	testenv.WaitFor(t, time.Minute, "a CPU profile after the last span", func() (bool, error) {
-		var err error
-		events, err = hotEvents(sinkPath, service, -1)
-		for _, e := range events {
-			if e.from > end {
-				return true, err
-			}
-		}
-		return false, err
-	})
+	spans, events := sb.runAndCollect(t, sinkPath, -1, 0)
 	// A pprof sample carries no timestamp: its profile's window stands in,
 	// so a link must fall in a span overlapping that window.
 	shares, wrong := spanFigures(t, events, spans, 0)
