@@ -14,7 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
+	"github.com/nexovue/otelcol-nexovue/internal/profilesplit/profilegen"
 	"github.com/nexovue/otelcol-nexovue/tests/ingest"
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
@@ -422,4 +424,119 @@ func readTID(t *testing.T, sb *spanburn) int64 {
 	_, err := fmt.Sscan(m[1], &tid)
 	require.NoError(t, err)
 	return tid
+}
+
+// TestExistingLinksPassThroughGateway: links a profiler already made (as for
+// Elastic/EDOT Java or OBI) cross the shipped gateway (span_links,
+// frame_limit, the nexovue exporter) unchanged to the double, a label never
+// overrides them, and labelled unlinked samples get their link.
+func TestExistingLinksPassThroughGateway(t *testing.T) {
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, KeepBodies: 100})
+	sent := int64(-1)
+	figures(t, "span-links-gateway", srv, &sent)
+	port := testenv.FreePort(t)
+	dir := t.TempDir()
+	testenv.StartCollector(t, filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "gateway.yaml"), testenv.CollectorOptions{
+		Env: []string{
+			"NEXOVUE_KEY=" + testKey,
+			"NEXOVUE_ENDPOINT=" + srv.URL(),
+			"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
+			fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
+			fmt.Sprintf("NEXOVUE_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
+			fmt.Sprintf("NEXOVUE_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", port),
+			"NEXOVUE_METRICS_HOST=127.0.0.1",
+			fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
+		},
+	})
+
+	// Every 3rd sample has a link (profilegen); every 2nd carries labels
+	// naming another span: on the linked ones they must not win.
+	const n = 3000
+	lg := newLoadgen(port)
+	pd := profilegen.Generate(profilegen.Config{Samples: n, Depth: 16, LinkEvery: 3, Seq: true, Seed: 25})
+	dict := pd.Dictionary()
+	label := func(k, v string) int32 {
+		kv := dict.AttributeTable().AppendEmpty()
+		kv.SetKeyStrindex(int32(dict.StringTable().Len()))
+		dict.StringTable().Append(k)
+		kv.Value().SetStr(v)
+		return int32(dict.AttributeTable().Len() - 1)
+	}
+	const labelTrace, labelSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	labels := []int32{label("process.context.label.trace_id", labelTrace), label("process.context.label.span_id", labelSpan)}
+	want := map[int64]string{} // seq -> link
+	for _, rp := range pd.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				for _, s := range p.Samples().All() {
+					seq := sampleSeq(dict, s)
+					labelled := seq%2 == 0
+					if labelled {
+						s.AttributeIndices().Append(labels...)
+					}
+					switch {
+					case s.LinkIndex() > 0:
+						l := dict.LinkTable().At(int(s.LinkIndex()))
+						want[seq] = l.TraceID().String() + "/" + l.SpanID().String()
+					case labelled:
+						want[seq] = labelTrace + "/" + labelSpan
+					default:
+						want[seq] = ""
+					}
+				}
+			}
+		}
+	}
+	code, err := lg.post(t.Context(), pd)
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	sent = n
+	waitAllSeq(t, srv, n, time.Minute)
+
+	got := map[int64]string{}
+	for _, body := range srv.AcceptedBodies() {
+		req := pprofileotlp.NewExportRequest()
+		require.NoError(t, req.UnmarshalProto(body))
+		out := req.Profiles()
+		d := out.Dictionary()
+		for _, rp := range out.ResourceProfiles().All() {
+			for _, sp := range rp.ScopeProfiles().All() {
+				for _, p := range sp.Profiles().All() {
+					for _, s := range p.Samples().All() {
+						link := ""
+						if s.LinkIndex() > 0 {
+							l := d.LinkTable().At(int(s.LinkIndex()))
+							link = l.TraceID().String() + "/" + l.SpanID().String()
+						}
+						got[sampleSeq(d, s)] = link
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, want, got)
+	linked, kept := int64(0), 0
+	for seq, l := range want {
+		if l != "" && l != labelTrace+"/"+labelSpan && seq%2 == 0 {
+			kept++
+		}
+	}
+	require.Greater(t, kept, 100, "labelled samples that kept the profiler's link were tested")
+	for _, l := range want {
+		if l != "" {
+			linked++
+		}
+	}
+	require.Equal(t, linked, srv.Stats().SamplesLinked, "the double counts the linked samples")
+}
+
+// sampleSeq returns a sample's seq attribute (profilegen), or -1.
+func sampleSeq(dict pprofile.ProfilesDictionary, s pprofile.Sample) int64 {
+	for _, a := range s.AttributeIndices().All() {
+		kv := dict.AttributeTable().At(int(a))
+		if dict.StringTable().At(int(kv.KeyStrindex())) == profilegen.SeqKey {
+			return kv.Value().Int()
+		}
+	}
+	return -1
 }
