@@ -352,6 +352,7 @@ func waitLinkedAtDouble(t *testing.T, srv *ingest.Server, sinkPath, service stri
 // labels name (otel-profiling-go, all-spans scope), on both sides of a span
 // change on one thread in one function, and nothing outside the spans.
 func TestSpanLinksEBPF(t *testing.T) {
+	t.Parallel() // with TestSpanLinksPprof: each mostly waits for its phases
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "span-links-ebpf", srv, &sent)
@@ -370,6 +371,7 @@ func TestSpanLinksEBPF(t *testing.T) {
 // program's CPU profile, whose samples carry the goroutine labels, and
 // links them.
 func TestSpanLinksPprof(t *testing.T) {
+	t.Parallel()
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "span-links-pprof", srv, &sent)
