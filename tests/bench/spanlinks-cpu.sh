@@ -29,16 +29,16 @@ service:
     profiles:
       processors: [memory_limiter, service_name, symbolize, frame_limit]
 YAML
-start_agent() { # name, extra args...
+start_agent() { # name, extra args...; sets agent_pid (not in a subshell, so cleanup sees it)
   local name=$1; shift
   NEXOVUE_KEY=bench NEXOVUE_ENDPOINT="http://127.0.0.1:$port" NEXOVUE_STORAGE_DIR="$work/$name-storage" \
   NEXOVUE_HEALTH_ENDPOINT="127.0.0.1:0" NEXOVUE_METRICS_HOST=127.0.0.1 NEXOVUE_METRICS_PORT=0 \
     "$root/_build/otelcol-nexovue" --config "$root/distributions/otelcol-nexovue/agent.yaml" "$@" \
     --feature-gates=service.profilesSupport >"$work/$name.log" 2>&1 &
-  pids+=($!); echo $!
+  agent_pid=$!; pids+=($agent_pid)
 }
-with=$(start_agent with)
-without=$(start_agent without --config "$work/without.yaml")
+start_agent with; with=$agent_pid
+start_agent without --config "$work/without.yaml"; without=$agent_pid
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 sleep 30 # the agents load their eBPF programs and see spanburn (outside any span)
