@@ -29,8 +29,10 @@ import (
 // cgroup, and otherwise says what to grant. With off_cpu_threshold above 0,
 // withOffCPUFallback first checks that the kernel can attach upstream's
 // off-CPU hooks and, where it cannot, creates upstream's receiver with
-// off-CPU profiling off instead of letting it fail to start. Everything else,
-// including how the receiver is created and started, is upstream's.
+// off-CPU profiling off instead of letting it fail to start; and a reporter
+// (newReporter) that keeps samples with different goroutine labels apart.
+// Everything else, including how the receiver is created and started, is
+// upstream's.
 func NewFactory() receiver.Factory {
 	upstream := ebpfcollector.NewFactory()
 	return xreceiver.NewFactory(
@@ -40,7 +42,10 @@ func NewFactory() receiver.Factory {
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
 			return cfg
 		},
-		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(ebpfcollector.WithExecutableReporter(executableHolder{held: debugfile.Held})), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
+		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(
+			ebpfcollector.WithReporterFactory(newReporter),
+			ebpfcollector.WithExecutableReporter(executableHolder{held: debugfile.Held}),
+		), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
 	)
 }
 

@@ -264,6 +264,10 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 		err = req.UnmarshalJSON(body)
 	}
 	if err != nil {
+		if lerr := linkIDError(mt, body); lerr != nil {
+			refuse(http.StatusBadRequest, lerr.Error())
+			return
+		}
 		refuse(http.StatusBadRequest, "cannot decode ExportProfilesServiceRequest ("+mt+"): "+err.Error())
 		return
 	}

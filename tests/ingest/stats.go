@@ -34,6 +34,7 @@ type FunctionCount struct {
 // ServiceStats is what was accepted for one service.name.
 type ServiceStats struct {
 	Samples      int64                `json:"samples"`
+	Linked       int64                `json:"samples_linked"` // samples with a link to a span
 	SampleTypes  []SampleType         `json:"sample_types"`
 	ByType       map[string]TypeStats `json:"by_type"`
 	TopLeaf      []FunctionCount      `json:"top_leaf"`
@@ -59,6 +60,7 @@ type Stats struct {
 	ClientEarlyRetries int   `json:"client_early_retries"`
 	AcceptedRequests   int   `json:"accepted_requests"`
 	SamplesAccepted    int64 `json:"samples_accepted"`
+	SamplesLinked      int64 `json:"samples_linked"` // accepted samples with a link to a span
 	FramesAccepted     int64 `json:"frames_accepted"`
 	// ByType is what was accepted per sample type ("type/unit"), all
 	// services together.
@@ -77,6 +79,7 @@ type Window struct {
 	Start    time.Time
 	End      time.Time
 	Samples  int64                       // samples accepted, of every type
+	Linked   int64                       // of which with a link to a span
 	Services map[string]int64            // samples accepted per service.name, off-CPU ones aside
 	OffCPU   map[string]int64            // off-CPU samples accepted per service.name
 	Leaf     map[string]map[string]int64 // per service: leaf function -> samples
@@ -92,6 +95,7 @@ func newWindow(start time.Time) *Window {
 type serviceAgg struct {
 	samples     int64
 	byType      map[string]*TypeStats
+	linked      int64
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -105,6 +109,7 @@ type aggregates struct {
 	clientEarly  int
 	accepted     int
 	samples      int64
+	linked       int64
 	frames       int64
 	services     map[string]*serviceAgg
 	seq          map[int64]int64 // seq -> times seen
@@ -165,6 +170,9 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 			}
 			agg.byType[typ].add(*ts)
 		}
+		agg.linked += ss.linked
+		a.linked += ss.linked
+		a.window.Linked += ss.linked
 		for _, st := range ss.sampleTypes {
 			agg.sampleTypes = appendUnique(agg.sampleTypes, st)
 		}
@@ -259,6 +267,7 @@ func (a *aggregates) snapshot() Stats {
 		ClientEarlyRetries: a.clientEarly,
 		AcceptedRequests:   a.accepted,
 		SamplesAccepted:    a.samples,
+		SamplesLinked:      a.linked,
 		FramesAccepted:     a.frames,
 		Services:           make(map[string]ServiceStats, len(a.services)),
 		Seq:                a.seqStats(),
@@ -275,6 +284,7 @@ func (a *aggregates) snapshot() Stats {
 		}
 		st.Services[name] = ServiceStats{
 			Samples:      agg.samples,
+			Linked:       agg.linked,
 			SampleTypes:  slices.Clone(agg.sampleTypes),
 			ByType:       byType,
 			TopLeaf:      TopCounts(agg.leaf, statsTopN),

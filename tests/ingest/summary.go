@@ -49,6 +49,7 @@ type serviceSummary struct {
 	samples     int64
 	offCPU      int64 // of samples, those of off_cpu profiles
 	byType      map[string]*TypeStats
+	linked      int64 // samples with a link (link_index > 0)
 	sampleTypes []SampleType
 	leaf        map[string]int64
 	inclusive   map[string]int64
@@ -126,7 +127,7 @@ func (n *namer) location(li int32) []string {
 }
 
 // summarize aggregates a validated request: per service
-// the samples, sample types, leaf and inclusive function counts, and the seq
+// the samples, the linked samples, sample types, leaf and inclusive function counts, and the seq
 // attribute of every sample that has one.
 func summarize(pd pprofile.Profiles) *summary {
 	dict := pd.Dictionary()
@@ -165,6 +166,9 @@ func summarize(pd pprofile.Profiles) *summary {
 				offCPU := nm.str(p.SampleType().TypeStrindex()) == OffCPUSampleType
 				for _, s := range p.Samples().All() {
 					ss.samples++
+					if linkedSample(s) {
+						ss.linked++
+					}
 					ts.Samples++
 					ts.Timestamps += int64(s.TimestampsUnixNano().Len())
 					for _, v := range s.Values().All() {

@@ -56,6 +56,7 @@ func WriteTop(out io.Writer, w Window, services, functions int) error {
 			}
 		}
 		fmt.Fprintln(bw, "  SHARE: a service's share of all samples; a function's share of its service's samples")
+		fmt.Fprintf(bw, "  linked to a span: %d samples (%.1f%%)\n", w.Linked, pct(w.Linked, w.Samples))
 	}
 	fmt.Fprintf(bw, "  answers: %s\n", answers(w))
 	return bw.Flush()

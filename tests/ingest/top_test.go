@@ -14,6 +14,7 @@ func TestWriteTop(t *testing.T) {
 		Start:   t0,
 		End:     t0.Add(10 * time.Second),
 		Samples: 1000,
+		Linked:  250,
 		Services: map[string]int64{
 			"checkout": 600, "cart": 300, "": 60, "dockerd": 40,
 		},
@@ -42,6 +43,7 @@ func TestWriteTop(t *testing.T) {
          libc.so.6 (unsymbolized)                                      60  100.0%
        (1 more services)                                               40    4.0%
   SHARE: a service's share of all samples; a function's share of its service's samples
+  linked to a span: 250 samples (25.0%)
   answers: 200 x12, 401 x2, 429 x1, dropped x1
 `
 	assert.Equal(t, want, sb.String())

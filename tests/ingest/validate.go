@@ -71,12 +71,16 @@ func (v *validator) checkAll(table string, s pcommon.Int32Slice, field func() st
 // Validate checks every index in pd: the dictionary's own cross references
 // (stacks, locations, lines, functions, mappings, attributes) and every index
 // used by profiles and samples. It returns an *IndexError for the first index
-// out of range, or an error for a resource or scope attribute whose key is
+// out of range, a *LinkError for a link (other than the zero link) without a
+// full trace and span ID, or an error for a resource or scope attribute whose key is
 // empty (what an unresolvable key_strindex reference decodes to).
 func Validate(pd pprofile.Profiles) error {
 	dict := pd.Dictionary()
 	v := newValidator(dict)
 	if err := v.dictionary(dict); err != nil {
+		return err
+	}
+	if err := v.links(dict); err != nil {
 		return err
 	}
 	rps := pd.ResourceProfiles()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
@@ -17,7 +18,9 @@ func validProfiles() pprofile.Profiles {
 	d := pd.Dictionary()
 	m := d.MappingTable().AppendEmpty()
 	m.SetFilenameStrindex(0)
-	d.LinkTable().AppendEmpty()
+	l := d.LinkTable().AppendEmpty()
+	l.SetTraceID(pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	l.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
 	return pd
 }
 

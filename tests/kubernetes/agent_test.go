@@ -96,7 +96,7 @@ func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
 	if !withK8s {
 		// The baseline of the cost figures: the same config without
 		// k8s_attributes.
-		overlay += "service:\n  pipelines:\n    profiles:\n      processors: [memory_limiter, service_name, symbolize, frame_limit]\n"
+		overlay += "service:\n  pipelines:\n    profiles:\n      processors: [memory_limiter, span_links, service_name, symbolize, frame_limit]\n"
 	}
 	overlayPath := filepath.Join(dir, "overlay.yaml")
 	mustWrite(t, overlayPath, overlay)

@@ -193,8 +193,8 @@ func TestShippedConfigsShape(t *testing.T) {
 	if got := pipeline(agent, "receivers"); !slices.Equal(got, []string{"profiling"}) {
 		t.Errorf("agent.yaml receivers %v", got)
 	}
-	if got := pipeline(agent, "processors"); !slices.Equal(got, []string{"memory_limiter", "service_name", "symbolize", "frame_limit"}) {
-		t.Errorf("agent.yaml processors %v, want memory_limiter, service_name, symbolize, frame_limit (no k8s_attributes on a plain host)", got)
+	if got := pipeline(agent, "processors"); !slices.Equal(got, []string{"memory_limiter", "span_links", "service_name", "symbolize", "frame_limit"}) {
+		t.Errorf("agent.yaml processors %v, want memory_limiter, span_links, service_name, symbolize, frame_limit (no k8s_attributes on a plain host)", got)
 	}
 	if got := pipeline(agent, "exporters"); !slices.Equal(got, []string{"nexovue"}) {
 		t.Errorf("agent.yaml exporters %v", got)
@@ -202,7 +202,7 @@ func TestShippedConfigsShape(t *testing.T) {
 	checkNexovueExporter(t, "agent.yaml", agent, true)
 
 	k8s := configMapConfig(t, agentDir+"agent-configmap.yaml", agentName)
-	if got := pipeline(k8s, "processors"); !slices.Equal(got, []string{"memory_limiter", "k8s_attributes", "service_name", "symbolize", "frame_limit"}) {
+	if got := pipeline(k8s, "processors"); !slices.Equal(got, []string{"memory_limiter", "k8s_attributes", "span_links", "service_name", "symbolize", "frame_limit"}) {
 		t.Errorf("Kubernetes agent processors %v", got)
 	}
 	if got := get(k8s, "processors", "k8s_attributes", "filter", "node_from_env_var"); got != nodeNameEnv {
@@ -234,7 +234,7 @@ func TestShippedConfigsShape(t *testing.T) {
 	if e, _ := get(pprof, "receivers", "pprof/cpu", "remote", "endpoint").(string); !strings.Contains(e, "/profile?seconds=") {
 		t.Errorf("pprof/cpu endpoint %q", e)
 	}
-	if got := pipeline(pprof, "processors"); !slices.Equal(got, []string{"memory_limiter", "resource", "frame_limit"}) {
+	if got := pipeline(pprof, "processors"); !slices.Equal(got, []string{"memory_limiter", "span_links", "resource", "frame_limit"}) {
 		t.Errorf("pprof.yaml processors %v", got)
 	}
 	attrs, _ := get(pprof, "processors", "resource", "attributes").([]any)

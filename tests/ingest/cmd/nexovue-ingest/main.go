@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		select {
 		case <-ctx.Done():
 			st := srv.Stats()
-			fmt.Fprintf(stdout, "nexovue-ingest: stopped; accepted %d samples in %d requests\n", st.SamplesAccepted, st.AcceptedRequests)
+			fmt.Fprintf(stdout, "nexovue-ingest: stopped; accepted %d samples in %d requests, %d of them linked to a span\n", st.SamplesAccepted, st.AcceptedRequests, st.SamplesLinked)
 			return nil
 		case <-tick:
 			if err := ingest.WriteTop(stdout, srv.TakeWindow(), *topServices, *topFunctions); err != nil {

@@ -68,7 +68,7 @@ func TestRunPrintsTopTable(t *testing.T) {
 	// The one accepted request lands in one window; wait for its table.
 	table := waitFor(t, out, regexp.MustCompile(`(?s)nexovue-ingest \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  busiest services in the last \S+: 12 samples \(\d+/s\) from 3 services\n(.*?)answers: [^\n]*\n`))
 	lines := strings.Split(strings.TrimRight(table[1], " \n"), "\n")
-	require.Len(t, lines, 7, table[0])
+	require.Len(t, lines, 8, table[0])
 	assert.Regexp(t, `^\s+#\s+SERVICE, then its hottest functions \(leaf samples\)\s+SAMPLES\s+SHARE$`, lines[0])
 	assert.Regexp(t, `^\s+1\s+checkout\s+9\s+75\.0%$`, lines[1])
 	assert.Regexp(t, `^\s+runtime\.mallocgc\s+6\s+66\.7%$`, lines[2])
@@ -76,13 +76,14 @@ func TestRunPrintsTopTable(t *testing.T) {
 	assert.Regexp(t, `^\s+cart\.total\s+2\s+100\.0%$`, lines[4])
 	assert.Regexp(t, `^\s+\(1 more services\)\s+1\s+8\.3%$`, lines[5])
 	assert.Equal(t, "  SHARE: a service's share of all samples; a function's share of its service's samples", lines[6])
+	assert.Equal(t, "  linked to a span: 0 samples (0.0%)", lines[7])
 	assert.NotContains(t, table[0], "main.handle", "one function per service")
 	// Both answers may land in this window or the 401 in the next one.
 	assert.Regexp(t, `answers: 200 x1(, 401 x1)?\n$`, table[0])
 
 	cancel()
 	require.NoError(t, <-done)
-	assert.Contains(t, out.String(), "nexovue-ingest: stopped; accepted 12 samples in 1 requests")
+	assert.Contains(t, out.String(), "nexovue-ingest: stopped; accepted 12 samples in 1 requests, 0 of them linked to a span")
 	assert.NotContains(t, out.String(), "secret")
 }
 
