@@ -10,12 +10,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path"
-	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
@@ -144,28 +140,6 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// openInRoot opens a path as the process pid sees it: resolved inside its
-// root (/proc/<pid>/root), absolute links included, never leaving it
-// (RESOLVE_IN_ROOT). pid 0 opens it on the host.
-func openInRoot(pid int64, p string) (*os.File, error) {
-	if pid <= 0 {
-		return os.Open(p)
-	}
-	root, err := unix.Open(procRoot+"/"+strconv.FormatInt(pid, 10)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	defer unix.Close(root)
-	fd, err := unix.Openat2(root, strings.TrimPrefix(p, "/"), &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
 }
 
 // debugLink reads a file's .gnu_debuglink: the debug file's name and the
