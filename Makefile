@@ -164,8 +164,15 @@ test:
 # 54 s, naming 33 s, of 1002 s on a loaded machine); the rest use no eBPF,
 # among them the pacing tests (the two fleet tests, 46% of the time), whose
 # agents need CPU for their throughput.
-# `make test E2E_APART=` runs the end-to-end tests in one process.
-E2E_APART ?= TestLanguageCoverage|TestLiteralAttributesEBPF|TestProfileMetricsWithEBPF|TestNamingWithEBPF
+# It is off by default (E2E_APART empty: every end-to-end test in one
+# process, the other packages beside it, as go test -p 2 ran them): on
+# 2026-12-04, on a machine loaded by other work, the split put the
+# Kubernetes test's API-server restart beside the fleet pacing tests, and
+# its wait for enrichment after the restart timed out twice (alone it passed
+# in 103 s). Turn it on with
+#   make test E2E_APART='TestLanguageCoverage|TestLiteralAttributesEBPF|TestProfileMetricsWithEBPF|TestNamingWithEBPF'
+# once a run on a quiet machine shows it passes.
+E2E_APART ?=
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/,$(SYSTEM_TESTS))
 .PHONY: system-tests
