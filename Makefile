@@ -153,13 +153,26 @@ test:
 	{ $(call timed,system tests,$(MAKE) --no-print-directory system-tests); } || exit 1; \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
 
-# system-tests: the tests of the built binary. The end-to-end package is the
-# longest and waits on the clock most of its time, so its test binary is
-# built once and run as two processes at once: E2E_APART (a regular
-# expression of test names) in one, every other test in the other; the other
-# packages run meanwhile, one after the other, in a third. Each prints its
-# log when it ends, the first to end first, and each one's time.
-E2E_APART ?= TestLanguageCoverage
+# system-tests: the tests of the built binary, two processes at a time (as
+# go test -p does on 2 CPUs). The end-to-end package is the longest, so its
+# test binary is built once and run as two processes at once: E2E_APART (a
+# regular expression of test names) in one, every other test in the other;
+# when the first ends, the other packages start in its place, one after the
+# other. Each prints its log when it ends, and its time. The tests apart are
+# those of the eBPF receiver (about 43% of the package's time in a run on
+# 2026-12-04: languages 191 s, literal attributes 130 s, profile metrics
+# 54 s, naming 33 s, of 1002 s on a loaded machine); the rest use no eBPF,
+# among them the pacing tests (the two fleet tests, 46% of the time), whose
+# agents need CPU for their throughput.
+# It is off by default (E2E_APART empty: every end-to-end test in one
+# process, the other packages beside it, as go test -p 2 ran them): on
+# 2026-12-04, on a machine loaded by other work, the split put the
+# Kubernetes test's API-server restart beside the fleet pacing tests, and
+# its wait for enrichment after the restart timed out twice (alone it passed
+# in 103 s). Turn it on with
+#   make test E2E_APART='TestLanguageCoverage|TestLiteralAttributesEBPF|TestProfileMetricsWithEBPF|TestNamingWithEBPF'
+# once a run on a quiet machine shows it passes.
+E2E_APART ?=
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/,$(SYSTEM_TESTS))
 .PHONY: system-tests
@@ -170,11 +183,11 @@ system-tests:
 		echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; return $$rc; }; \
 	(cd tests/e2e && run e2e-apart $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.run '^($(E2E_APART))$$') & a=$$!; \
 	(cd tests/e2e && run e2e-rest $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.skip '^($(E2E_APART))$$') & b=$$!; \
-	(run other $(GO) test $(GO_TEST_FLAGS) -p 1 -v $(OTHER_SYSTEM_TESTS)) & c=$$!; \
-	declare -A name=([$$a]=e2e-apart [$$b]=e2e-rest [$$c]=other); failed=; \
+	declare -A name=([$$a]=e2e-apart [$$b]=e2e-rest); failed=; \
 	while [ $${#name[@]} -gt 0 ]; do \
 		wait -n -p done "$${!name[@]}"; rc=$$?; n=$${name[$$done]}; unset "name[$$done]"; \
 		cat $(TEST_LOG_DIR)/$$n.log; [ $$rc = 0 ] || failed="$$failed $$n"; \
+		if [ $$n = e2e-apart ]; then (run other $(GO) test $(GO_TEST_FLAGS) -p 1 -v $(OTHER_SYSTEM_TESTS)) & name[$$!]=other; fi; \
 	done; \
 	[ -z "$$failed" ] || { echo "make test: system tests failed:$$failed (logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
 
