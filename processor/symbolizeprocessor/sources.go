@@ -124,22 +124,14 @@ var debugSources = []debugSource{
 	debuginfodStep,
 }
 
-// buildIDPath is the .build-id layout's path of a build id under dir.
+// buildIDPath is the .build-id layout's path of a build id under dir ("" for
+// an id that cannot be one).
 func buildIDPath(dir, id string) string {
-	if len(id) < 4 || !isHex(id) {
+	id = strings.ToLower(id)
+	if !debugfile.ValidBuildID(id) {
 		return ""
 	}
-	id = strings.ToLower(id)
-	return path.Join(dir, ".build-id", id[:2], id[2:]+".debug")
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
+	return debugfile.BuildIDPath(dir, id)
 }
 
 // debugLink reads a file's .gnu_debuglink: the debug file's name and the

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
 
 // maxSymbolNameLen bounds the length of a symbol name kept (longer ones are
@@ -299,44 +301,9 @@ func gnuBuildID(r io.ReaderAt) (id string, err error) {
 	if err != nil {
 		return "", err
 	}
-	var notes [][]byte
-	if s := f.Section(".note.gnu.build-id"); s != nil && s.Type == elf.SHT_NOTE && s.Size <= 1<<16 {
-		if data, err := s.Data(); err == nil {
-			notes = append(notes, data)
-		}
+	id, err = debugfile.BuildID(f)
+	if errors.Is(err, debugfile.ErrNoBuildID) {
+		return "", nil
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_NOTE && p.Filesz <= 1<<16 {
-			data := make([]byte, p.Filesz)
-			if _, err := p.ReadAt(data, 0); err == nil {
-				notes = append(notes, data)
-			}
-		}
-	}
-	for _, data := range notes {
-		if id := findGNUBuildID(data, f.ByteOrder); id != "" {
-			return id, nil
-		}
-	}
-	return "", nil
-}
-
-// findGNUBuildID walks ELF notes (4-byte aligned name and descriptor) for
-// NT_GNU_BUILD_ID of owner "GNU".
-func findGNUBuildID(data []byte, bo binary.ByteOrder) string {
-	const ntGNUBuildID = 3
-	for len(data) >= 12 {
-		namesz, descsz, typ := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:])), bo.Uint32(data[8:])
-		data = data[12:]
-		nameEnd := (namesz + 3) &^ 3
-		descEnd := nameEnd + (descsz+3)&^3
-		if nameEnd > uint64(len(data)) || descEnd > uint64(len(data)) || nameEnd+descsz > uint64(len(data)) {
-			return ""
-		}
-		if typ == ntGNUBuildID && namesz == 4 && string(data[:4]) == "GNU\x00" && descsz > 0 {
-			return hex.EncodeToString(data[nameEnd : nameEnd+descsz])
-		}
-		data = data[descEnd:]
-	}
-	return ""
+	return id, err
 }
