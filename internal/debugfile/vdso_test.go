@@ -4,23 +4,36 @@
 package debugfile
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
 func TestReadVDSONamesClockGettime(t *testing.T) {
 	// Another process (the way the processor reads one): a sleep started
 	// here, and this test's own process.
-	cmd := exec.Command("sleep", "60")
+	// The shell prints once it runs, so its exec (which maps the vDSO) is
+	// over when the line arrives: read right after Start, the process can
+	// be between its old and its new image, with no [vdso] yet.
+	cmd := exec.Command("sh", "-c", "echo running; sleep 60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "running\n" {
+		t.Fatalf("the shell did not start: %q, %v", line, err)
+	}
 	var ids []string
 	for _, pid := range []int{cmd.Process.Pid, os.Getpid()} {
 		v, err := ReadVDSO("/proc", pid)
