@@ -143,7 +143,11 @@ func mustWrite(t testing.TB, path, content string) {
 
 // observation is one resource of the burner's that the double accepted.
 type observation struct {
-	at      time.Time
+	at time.Time // when the double accepted it
+	// sampled is when the profiler took the resource's earliest sample
+	// (its samples' timestamps, or the profile's start where a sample has
+	// none): the profile went through the processors after that.
+	sampled time.Time
 	attrs   map[string]string
 	samples int
 }
@@ -173,7 +177,23 @@ func (r *recorder) record(pd pprofile.Profiles) {
 		for j := 0; j < rp.ScopeProfiles().Len(); j++ {
 			ps := rp.ScopeProfiles().At(j).Profiles()
 			for k := 0; k < ps.Len(); k++ {
-				o.samples += ps.At(k).Samples().Len()
+				p := ps.At(k)
+				o.samples += p.Samples().Len()
+				var earliest time.Time
+				for si := 0; si < p.Samples().Len(); si++ {
+					ts := p.Samples().At(si).TimestampsUnixNano()
+					for ti := 0; ti < ts.Len(); ti++ {
+						if at := time.Unix(0, int64(ts.At(ti))); earliest.IsZero() || at.Before(earliest) {
+							earliest = at
+						}
+					}
+				}
+				if earliest.IsZero() {
+					earliest = p.Time().AsTime()
+				}
+				if o.sampled.IsZero() || earliest.Before(o.sampled) {
+					o.sampled = earliest
+				}
 			}
 		}
 		r.mu.Lock()
