@@ -384,3 +384,70 @@ func TestGatewayTierScales(t *testing.T) {
 	t.Logf("gateway tier: handed over %d samples, arrived %d distinct, lost 0, duplicates %d (at-least-once: a request a gateway delivered but could not answer is sent again)",
 		sent, st.Seq.Distinct, st.Seq.Duplicates)
 }
+
+// TestGatewayDrainsOnSIGTERM: a gateway holding a full load of agent
+// requests (the agent's ten queue consumers, 1,000 samples each, waiting
+// for the key's limit, 2,000 samples a second here so that the drain takes
+// seconds) gets SIGTERM. Its readiness fails at once (503) while it delivers
+// what it holds, at the limit, and exits; what the agent had not handed
+// over yet stays in the agent's queue and arrives through the replica
+// started after it. The figure: samples drained and the time it took.
+func TestGatewayDrainsOnSIGTERM(t *testing.T) {
+	const limit = 2000
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}, SamplesPerSecond: limit, RetryAfter: time.Second})
+	var sent int64
+	figures(t, "gateway-drain", srv, &sent)
+	tr := newGatewayTier(t, srv)
+	overlay := writeFile(t, tr.dir, "gateway-limit.yaml", fmt.Sprintf(`
+exporters:
+  nexovue:
+    rate_limit:
+      samples_per_second: %d
+`, limit))
+	const ip = "127.0.0.2"
+	g := tr.startGateway(ip, overlay)
+	ports, _ := tr.startAgents(1, "")
+
+	// 30 batches of 1,000 samples: 15 s of the key's limit.
+	lg := newLoadgen(ports[0])
+	sent = lg.send(t, 30, 1000, 16)
+	testenv.WaitFor(t, time.Minute, "the gateway sending at the limit", func() (bool, error) {
+		return srv.SamplesAccepted() >= 2*limit, nil
+	})
+
+	before := srv.SamplesAccepted()
+	var notReady atomic.Int64 // 503s from health_check after SIGTERM
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if resp, err := http.Get("http://" + g.health + "/"); err == nil {
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					notReady.Add(1)
+				}
+				resp.Body.Close()
+			}
+		}
+	}()
+	tr.setNamed(ip, false)
+	term := time.Now()
+	require.NoError(t, g.proc.Cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, g.proc.Wait(time.Minute), "the SIGTERM'd gateway did not exit cleanly")
+	drain := time.Since(term)
+	close(done)
+	drained := srv.SamplesAccepted() - before
+	t.Logf("SIGTERM'd gateway drained %d samples in %s at a limit of %d samples/s (%.0f samples/s); readiness answered 503 %d times meanwhile",
+		drained, drain.Round(10*time.Millisecond), limit, float64(drained)/drain.Seconds(), notReady.Load())
+	require.Positive(t, drained, "the gateway delivered nothing of what it held after SIGTERM")
+	require.Positive(t, notReady.Load(), "readiness did not fail while the gateway drained")
+	require.NotContains(t, g.proc.Output(), "dropped", "the gateway dropped samples at shutdown")
+
+	// The replacement replica gets the rest from the agent's queue.
+	tr.startGateway(ip, overlay)
+	waitAllSeq(t, srv, sent, 2*time.Minute)
+	t.Logf("gateway drain: handed over %d, arrived %d distinct, lost 0, duplicates %d", sent, srv.Seq().Distinct, srv.Seq().Duplicates)
+}
