@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,6 +268,9 @@ func TestShippedConfigsShape(t *testing.T) {
 	}
 	if got := get(a2g, "exporters", "otlp_grpc/gateway", "balancer_name"); got != "round_robin" {
 		t.Errorf("agent-to-gateway.yaml: balancer_name %v, want round_robin (requests spread over every gateway)", got)
+	}
+	if got := get(a2g, "exporters", "otlp_grpc/gateway", "timeout"); got != fmt.Sprintf("%ds", agentGatewayTimeoutSeconds) {
+		t.Errorf("agent-to-gateway.yaml: timeout %v, want %ds (the gateway's termination grace period is sized for it)", got, agentGatewayTimeoutSeconds)
 	}
 	if got := get(a2g, "exporters", "otlp_grpc/gateway", "sending_queue", "storage"); got != "file_storage" {
 		t.Errorf("agent-to-gateway.yaml: sending_queue.storage %v: the agent keeps what a gateway did not deliver", got)
