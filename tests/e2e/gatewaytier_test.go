@@ -63,7 +63,7 @@ type tierGateway struct {
 
 // gatewayTier is the gateways, the agents and the hosts file of one test.
 type gatewayTier struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *ingest.Server
 	dir   string
 	port  int // every gateway's OTLP/gRPC port
@@ -73,7 +73,7 @@ type gatewayTier struct {
 	gws   map[string]*tierGateway
 }
 
-func newGatewayTier(t *testing.T, srv *ingest.Server) *gatewayTier {
+func newGatewayTier(t testing.TB, srv *ingest.Server) *gatewayTier {
 	tr := &gatewayTier{t: t, srv: srv, dir: t.TempDir(), port: testenv.FreePort(t), named: map[string]bool{}, gws: map[string]*tierGateway{}}
 	tr.hosts = filepath.Join(tr.dir, "hosts")
 	tr.writeHosts()
@@ -264,7 +264,7 @@ type tierLoad struct {
 
 // startTierLoad sends per samples (16 frames each) to each agent every
 // period.
-func startTierLoad(t *testing.T, ports []int, per int, period time.Duration) *tierLoad {
+func startTierLoad(t testing.TB, ports []int, per int, period time.Duration) *tierLoad {
 	l := &tierLoad{stopped: make(chan struct{}), errs: make(chan error, len(ports))}
 	var mu sync.Mutex // numbers are handed out in the order batches are accepted
 	for _, port := range ports {
