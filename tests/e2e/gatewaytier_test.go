@@ -151,20 +151,10 @@ func (tr *gatewayTier) startAgents(n int, endpoint string) ([]int, []*testenv.Pr
 		endpoint = fmt.Sprintf("dns:///%s:%d", tierName, tr.port)
 	}
 	ports := make([]int, n)
-	configs := make([]string, 0, 2*n)
+	configs := make([]string, n)
 	for i := range n {
 		ports[i] = testenv.FreePort(t)
-		configs = append(configs, writeFile(t, tr.dir, fmt.Sprintf("agent-%d.yaml", i), fmt.Sprintf(`
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-service:
-  pipelines:
-    profiles:
-      receivers: [otlp]
-`, ports[i])))
+		configs[i] = writeFile(t, tr.dir, fmt.Sprintf("agent-%d.yaml", i), otlpInOverlay(ports[i]))
 	}
 	shipped := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent-to-gateway.yaml")
 	procs := make([]*testenv.Process, n)
@@ -183,6 +173,22 @@ service:
 		})
 	}
 	return ports, procs
+}
+
+// otlpInOverlay is the overlay that swaps an agent config's receiver for
+// OTLP/HTTP on 127.0.0.1:port, which a test feeds.
+func otlpInOverlay(port int) string {
+	return fmt.Sprintf(`
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%d
+service:
+  pipelines:
+    profiles:
+      receivers: [otlp]
+`, port)
 }
 
 // accepted is what the gateway's OTLP receiver accepted so far (samples:
