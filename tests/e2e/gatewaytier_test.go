@@ -30,8 +30,9 @@ import (
 // NEXOVUE_GATEWAY_ENDPOINT=dns:///<name>:<port>, as on Kubernetes with the
 // headless Service. The name resolves through a hosts file of the test's
 // own: each agent runs in a private mount namespace (unshare --mount) in
-// which that file is bind-mounted over /etc/hosts; the machine's
-// /etc/hosts is untouched. The binary is static (CGO off), so Go's own
+// which that file is bind-mounted over /etc/hosts (and a resolv.conf that
+// sends no query off the machine over /etc/resolv.conf); the machine's files
+// are untouched. The binary is static (CGO off), so Go's own
 // resolver answers grpc-go's dns resolver (net.Resolver.LookupHost) from
 // /etc/hosts ("hosts: files dns"), every address listed for the name, and
 // reads the file again when it changed (at most every 5 s). The test
@@ -68,15 +69,21 @@ type gatewayTier struct {
 	dir   string
 	port  int // every gateway's OTLP/gRPC port
 	hosts string
-	mu    sync.Mutex
-	named map[string]bool // the addresses the name resolves to
-	gws   map[string]*tierGateway
+	// resolv is the agents' /etc/resolv.conf.
+	resolv string
+	mu     sync.Mutex
+	named  map[string]bool // the addresses the name resolves to
+	gws    map[string]*tierGateway
 }
 
 func newGatewayTier(t testing.TB, srv *ingest.Server) *gatewayTier {
 	tr := &gatewayTier{t: t, srv: srv, dir: t.TempDir(), port: testenv.FreePort(t), named: map[string]bool{}, gws: map[string]*tierGateway{}}
 	tr.hosts = filepath.Join(tr.dir, "hosts")
 	tr.writeHosts()
+	// No DNS server either: gRPC's resolver also asks DNS for the name's
+	// service config (TXT); a loopback nameserver with nothing on port 53
+	// refuses at once, so no query leaves the machine and none waits.
+	tr.resolv = writeFile(t, tr.dir, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
 	return tr
 }
 
@@ -169,7 +176,7 @@ func (tr *gatewayTier) startAgents(n int, endpoint string) ([]int, []*testenv.Pr
 			},
 			Args: []string{"--config", configs[i], testenv.FeatureGate},
 			Wrap: []string{"unshare", "--mount", "--propagation", "private", "--",
-				"/bin/sh", "-c", `set -e; mount --bind "$0" /etc/hosts; exec "$@"`, tr.hosts},
+				"/bin/sh", "-c", `set -e; mount --bind "$0" /etc/hosts; mount --bind "$1" /etc/resolv.conf; shift; exec "$@"`, tr.hosts, tr.resolv},
 		})
 	}
 	return ports, procs
