@@ -340,9 +340,10 @@ func (tr *gatewayTier) waitTraffic(ip string, from int64, d time.Duration, what 
 
 // TestGatewayTierScales: two gateways, two agents sending 10,000 samples a
 // second through them. Every gateway gets a share within tolerance; a third
-// added mid-run gets its share within the stated bound; one gateway is
-// stopped with SIGTERM (scale-in), another killed with SIGKILL and started
-// again; the ingest double receives every sample the agents accepted.
+// added mid-run gets its share within the stated bound; one is killed with
+// SIGKILL and started again; taken out of the name (not ready), it gets no
+// more requests within the same bound; another is stopped with SIGTERM
+// (scale-in); the ingest double receives every sample the agents accepted.
 func TestGatewayTierScales(t *testing.T) {
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}})
 	var sent int64
@@ -375,19 +376,51 @@ func TestGatewayTierScales(t *testing.T) {
 	require.LessOrEqual(t, first, tierRebalanceBound, "the new gateway waited longer than the stated bound for its first request")
 	requireSpread(t, "three gateways", three, total)
 
-	// Scale-in: g1 leaves the name (its endpoint) and gets SIGTERM.
+	// Crash: g2 is killed mid-run and started again (same addresses, same
+	// volume, as a pod's container restarts).
+	before := tr.counts([]string{g1, g3})
+	tr.gws[g2].proc.Kill()
+	testenv.WaitFor(t, time.Minute, "the other gateways taking the load", func() (bool, error) {
+		now := tr.counts([]string{g1, g3})
+		return now[g1]-before[g1]+now[g3]-before[g3] >= 20000, nil
+	})
+	tr.startGateway(g2, "")
+	tr.waitTraffic(g2, 0, 2*tierRebalanceBound, "requests at the restarted gateway")
+
+	// Not ready: g2 leaves the name (a pod failing its readiness leaves the
+	// headless Service) but runs on; once the agents re-resolve it gets no
+	// request at all.
+	tr.setNamed(g2, false)
+	out := time.Now()
+	last, lastChange := int64(-1), time.Now()
+	testenv.WaitFor(t, 2*tierRebalanceBound, "no more requests at the gateway taken out of the name", func() (bool, error) {
+		n, err := tr.gws[g2].accepted()
+		if err != nil {
+			return false, err
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+			return false, nil
+		}
+		// About three requests a second reach each named gateway.
+		return time.Since(lastChange) >= 3*time.Second, nil
+	})
+	quiet := lastChange.Sub(out)
+	idle, total := tr.shares([]string{g1, g2, g3}, 5*time.Second)
+	t.Logf("gateway %s out of the name: its last request %s after; over the next 5 s it got %.1f%% of %d samples", g2, quiet.Round(100*time.Millisecond), 100*idle[g2], total)
+	require.LessOrEqual(t, quiet, tierRebalanceBound, "the gateway taken out of the name kept getting requests longer than the stated bound")
+	require.Positive(t, total)
+	require.Zero(t, idle[g2], "a gateway out of the name still gets requests")
+
+	// Scale-in: g1 leaves the name (its endpoint) and gets SIGTERM at once,
+	// with requests on their way.
 	tr.setNamed(g1, false)
 	term := time.Now()
 	require.NoError(t, tr.gws[g1].proc.Cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, tr.gws[g1].proc.Wait(time.Minute), "the SIGTERM'd gateway did not exit cleanly")
 	t.Logf("SIGTERM'd gateway %s exited after %s", g1, time.Since(term).Round(10*time.Millisecond))
-
-	// Crash: g2 is killed and started again (same addresses, same volume).
-	before := tr.counts([]string{g3})[g3]
-	tr.gws[g2].proc.Kill()
-	tr.waitTraffic(g3, before+5000, time.Minute, "the remaining gateway taking the load")
-	tr.startGateway(g2, "")
-	tr.waitTraffic(g2, 0, time.Minute, "requests at the restarted gateway")
+	before = tr.counts([]string{g3})
+	tr.waitTraffic(g3, before[g3]+10000, time.Minute, "the last named gateway taking the load")
 
 	load.stop()
 	require.NoError(t, load.err())
