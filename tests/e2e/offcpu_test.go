@@ -197,17 +197,7 @@ service:
 		Args: []string{"--config", gwOverlay, testenv.FeatureGate},
 	})
 	agentPort := testenv.FreePort(t)
-	agentOverlay := writeFile(t, tmp, "agent-overlay.yaml", fmt.Sprintf(`
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:%d
-service:
-  pipelines:
-    profiles:
-      receivers: [otlp]
-`, agentPort))
+	agentOverlay := writeFile(t, tmp, "agent-overlay.yaml", otlpInOverlay(agentPort))
 	testenv.StartCollector(t, dir+"/agent-to-gateway.yaml", testenv.CollectorOptions{
 		Env:  append(own(), "NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT="+grpc),
 		Args: []string{"--config", agentOverlay, testenv.FeatureGate},

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,7 +248,16 @@ func TestShippedConfigsShape(t *testing.T) {
 	if got := pipeline(gw, "receivers"); !slices.Equal(got, []string{"otlp"}) {
 		t.Errorf("gateway.yaml receivers %v", got)
 	}
-	checkNexovueExporter(t, "gateway.yaml", gw, true)
+	checkNexovueExporter(t, "gateway.yaml", gw, false)
+	// The gateway holds nothing an agent handed over (issue 31): no queue,
+	// so an agent's request is answered once nexovue accepted it; agents
+	// keep what failed in their own persistent queue.
+	if got := get(gw, "exporters", "nexovue", "sending_queue", "enabled"); got != false {
+		t.Errorf("gateway.yaml: sending_queue.enabled %v, want false (the agent keeps what is not delivered)", got)
+	}
+	if got := get(gw, "receivers", "otlp", "protocols", "grpc", "keepalive", "server_parameters", "max_connection_age"); got != "${env:NEXOVUE_OTLP_MAX_CONNECTION_AGE:-30s}" {
+		t.Errorf("gateway.yaml: grpc max_connection_age %v: agents re-resolve the replicas only when a connection closes", got)
+	}
 
 	a2g := readConfig(t, filepath.Join(dir, "agent-to-gateway.yaml"))
 	if got := pipeline(a2g, "exporters"); !slices.Equal(got, []string{"otlp_grpc/gateway"}) {
@@ -255,6 +265,15 @@ func TestShippedConfigsShape(t *testing.T) {
 	}
 	if get(a2g, "exporters", "nexovue") != nil || strings.Contains(string(mustRead(t, filepath.Join(dir, "agent-to-gateway.yaml"))), keyFromEnv) {
 		t.Error("agent-to-gateway.yaml must not hold the ingest key; the gateway does")
+	}
+	if got := get(a2g, "exporters", "otlp_grpc/gateway", "balancer_name"); got != "round_robin" {
+		t.Errorf("agent-to-gateway.yaml: balancer_name %v, want round_robin (requests spread over every gateway)", got)
+	}
+	if got := get(a2g, "exporters", "otlp_grpc/gateway", "timeout"); got != fmt.Sprintf("%ds", agentGatewayTimeoutSeconds) {
+		t.Errorf("agent-to-gateway.yaml: timeout %v, want %ds (the gateway's termination grace period is sized for it)", got, agentGatewayTimeoutSeconds)
+	}
+	if got := get(a2g, "exporters", "otlp_grpc/gateway", "sending_queue", "storage"); got != "file_storage" {
+		t.Errorf("agent-to-gateway.yaml: sending_queue.storage %v: the agent keeps what a gateway did not deliver", got)
 	}
 }
 

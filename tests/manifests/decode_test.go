@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +55,10 @@ func newTyped(apiVersion, kind string) any {
 		return &rbacv1.ClusterRoleBinding{}
 	case "scheduling.k8s.io/v1/PriorityClass":
 		return &schedulingv1.PriorityClass{}
+	case "autoscaling/v2/HorizontalPodAutoscaler":
+		return &autoscalingv2.HorizontalPodAutoscaler{}
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
 	}
 	return nil
 }

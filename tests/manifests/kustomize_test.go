@@ -76,9 +76,10 @@ func TestKustomizeGateway(t *testing.T) {
 	if envVar(c, ingestKeyEnv) != nil {
 		t.Errorf("in the two-tier topology the agents still get %s", ingestKeyEnv)
 	}
-	svc := find[corev1.Service](t, files, "", "Service", gatewayName)
+	// gRPC's dns resolver over the headless Service: every ready replica.
+	svc := find[corev1.Service](t, files, "", "Service", gatewayHeadless)
 	gw := envVar(c, gatewayEnvVar)
-	wantAddr := svc.Name + "." + svc.Namespace + ".svc:4317"
+	wantAddr := "dns:///" + svc.Name + "." + svc.Namespace + ".svc:4317"
 	if gw == nil || gw.Value != wantAddr {
 		t.Errorf("agent %s = %+v, want %s", gatewayEnvVar, gw, wantAddr)
 	}
@@ -102,7 +103,9 @@ func TestKustomizeGateway(t *testing.T) {
 		t.Errorf("the gateway lacks %s", ingestKeyEnv)
 	}
 	find[corev1.Service](t, built, "", "Service", gatewayName)
+	find[corev1.Service](t, built, "", "Service", gatewayHeadless)
 	find[corev1.ConfigMap](t, built, "", "ConfigMap", gatewayName)
+	checkGatewayScaling(t, built, dep, container(t, &dep.Spec.Template.Spec))
 }
 
 func TestKustomizeLeastPrivilege(t *testing.T) {
