@@ -178,8 +178,9 @@ test:
 E2E_APART ?=
 # E2E_ALONE: the fleet pacing tests run last, with nothing beside them: eight
 # collectors must reach 90% of the key's limit, and on 2026-12-04 one fell to
-# 84% beside the Kubernetes and container tests (alone: 96.5%).
-E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter
+# 84% beside the Kubernetes and container tests (alone: 96.5%). The fleet
+# burst test (issue 29) runs with them: its figures need the same CPU.
+E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/,$(SYSTEM_TESTS))
 .PHONY: system-tests

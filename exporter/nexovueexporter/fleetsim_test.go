@@ -34,6 +34,11 @@ type simConfig struct {
 	backoff      time.Duration // the retry helper's delay after a 429 without Retry-After
 	minLat, jitt time.Duration // request latency: minLat plus up to jitt (uniform)
 	seed         uint64
+	// offeredByKey, when set, gives each collector one key per entry (one
+	// keyState each, as an exporter routing to several keys holds), each
+	// with its own limit at the ingest and its own queue consumers, offered
+	// that many samples per second; offered is then unused.
+	offeredByKey []int
 }
 
 // simResult is what the simulated ingest saw.
@@ -48,11 +53,23 @@ type simResult struct {
 	clientEarly int
 	perWindow   []int // accepted samples per 5 s of load, % of the limit
 	lastLimit   int   // the limit over the last 30 s of load, in samples
+	// The busy period: from the first request's arrival to the last
+	// accepted one's, and the requests and 429s that arrived in it.
+	firstAt, lastOKAt time.Time
+	limit             int
+}
+
+// busy is the busy period's accepted rate as % of the limit, and its 429s
+// as % of its requests (every request arrives within it).
+func (r simResult) busy() (acceptedPct, throttledPct float64) {
+	d := r.lastOKAt.Sub(r.firstAt).Seconds()
+	return 100 * float64(r.accepted) / (d * float64(r.limit)), 100 * float64(r.throttled) / float64(max(r.requests, 1))
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v",
-		r.offered, r.accepted, r.requests, r.throttled, r.clientEarly,
+	busyPct, busy429 := r.busy()
+	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d busy_period=%s: accepted=%.1f%% of the limit, 429=%.2f%%; last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v",
+		r.offered, r.accepted, r.requests, r.throttled, r.clientEarly, r.lastOKAt.Sub(r.firstAt), busyPct, busy429,
 		r.lastAcceptedPct(), r.last429, r.lastRequests, r.last429Pct(), r.perWindow)
 }
 
@@ -121,6 +138,9 @@ type simConsumer struct {
 
 type simCollector struct {
 	s         *keyState
+	key       int // index into simConfig.offeredByKey
+	client    int // the collector, as the ingest tells clients apart
+	every     time.Duration
 	backlog   int // requests queued
 	nextOffer time.Time
 	consumers []simConsumer
@@ -128,33 +148,53 @@ type simCollector struct {
 
 func runFleetSim(t *testing.T, cfg simConfig) simResult {
 	t.Helper()
+	return runFleetSimKeys(t, cfg)[0]
+}
+
+// runFleetSimKeys runs the scenario and returns what the ingest saw of each key.
+func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(cfg.seed, 14))
 	clock := &virtualClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	start := clock.t
-	ing := &simIngest{limit: cfg.limit, retryAfter: cfg.retryAfter, periods: map[int][2]time.Time{}}
-	offerEvery := time.Duration(float64(time.Second) * float64(cfg.request) / float64(cfg.offered))
-	cols := make([]*simCollector, cfg.collectors)
-	for i := range cols {
-		s := acquireKeyState(fmt.Sprintf("https://fleet.test/%s/%d", t.Name(), i), testKey, cfg.ceiling)
-		t.Cleanup(s.release)
-		s.now = clock.now
-		s.phase = rng.Float64
-		cols[i] = &simCollector{s: s, consumers: make([]simConsumer, cfg.consumers),
-			nextOffer: start.Add(time.Duration(rng.Int64N(int64(offerEvery))))}
+	offered := cfg.offeredByKey
+	if offered == nil {
+		offered = []int{cfg.offered}
 	}
-	var res simResult
-	res.perWindow = make([]int, int(cfg.load/(5*time.Second)))
+	ings := make([]*simIngest, len(offered))
+	res := make([]simResult, len(offered))
+	for k := range offered {
+		ings[k] = &simIngest{limit: cfg.limit, retryAfter: cfg.retryAfter, periods: map[int][2]time.Time{}}
+		res[k].perWindow = make([]int, int(cfg.load/(5*time.Second)))
+	}
+	cols := make([]*simCollector, 0, cfg.collectors*len(offered))
+	for i := range cfg.collectors {
+		for k, o := range offered {
+			key := testKey
+			if k > 0 {
+				key = fmt.Sprintf("%s-%d", testKey, k)
+			}
+			s := acquireKeyState(fmt.Sprintf("https://fleet.test/%s/%d", t.Name(), i), key, cfg.ceiling)
+			t.Cleanup(s.release)
+			s.now = clock.now
+			s.phase = rng.Float64
+			every := time.Duration(float64(time.Second) * float64(cfg.request) / float64(o))
+			cols = append(cols, &simCollector{s: s, key: k, client: i, every: every, consumers: make([]simConsumer, cfg.consumers),
+				nextOffer: start.Add(time.Duration(rng.Int64N(int64(every))))})
+		}
+	}
 	lastFrom := start.Add(cfg.load - 30*time.Second)
 	loadEnd := start.Add(cfg.load)
 	const step = time.Millisecond
 	for {
 		now := clock.t
 		pending := false
-		for ci, c := range cols {
+		for _, c := range cols {
+			res, ing := &res[c.key], ings[c.key]
 			for now.Before(loadEnd) && !c.nextOffer.After(now) {
 				c.backlog++
 				res.offered += cfg.request
-				c.nextOffer = c.nextOffer.Add(offerEvery)
+				c.nextOffer = c.nextOffer.Add(c.every)
 			}
 			woken := false
 			for k := range c.consumers {
@@ -162,8 +202,11 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 				if w.inFlight && !w.decided && !now.Before(w.arriveAt) {
 					w.decided = true
 					var early bool
-					w.ok, early, w.retry = ing.arrive(ci, cfg.request, now)
+					w.ok, early, w.retry = ing.arrive(c.client, cfg.request, now)
 					res.requests++
+					if res.firstAt.IsZero() {
+						res.firstAt = now
+					}
 					if early {
 						res.clientEarly++
 					}
@@ -179,6 +222,7 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 					}
 					if w.ok {
 						res.accepted += cfg.request
+						res.lastOKAt = now
 						if inLast {
 							res.lastAccepted += cfg.request
 						}
@@ -249,10 +293,13 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 		}
 		clock.t = now.Add(step)
 	}
-	for i := range res.perWindow {
-		res.perWindow[i] = 100 * res.perWindow[i] / (5 * cfg.limit)
+	for k := range res {
+		for i := range res[k].perWindow {
+			res[k].perWindow[i] = 100 * res[k].perWindow[i] / (5 * cfg.limit)
+		}
+		res[k].lastLimit = 30 * cfg.limit
+		res[k].limit = cfg.limit
 	}
-	res.lastLimit = 30 * cfg.limit
 	return res
 }
 
@@ -301,4 +348,66 @@ func TestFleetSimConvergesWithRetryAfter(t *testing.T) {
 
 func TestFleetSimConvergesWithoutRetryAfter(t *testing.T) {
 	runFleetSims(t, 0)
+}
+
+// burstScenario is the e2e fleet burst (tests/e2e/pacing_test.go): the
+// fleet scenario's eight collectors all offered 5,000 samples/s together
+// (twice the key's limit) for 30 s, then nothing.
+func burstScenario(seed uint64, jitter time.Duration) simConfig {
+	cfg := fleetScenario(time.Second, seed)
+	cfg.load = 30 * time.Second
+	cfg.jitt = jitter
+	return cfg
+}
+
+// burstFigures logs a burst's busy-period figures against issue 29's
+// target (at least 90% of the key's limit over the busy period, no more
+// 429s than the first episode's one per collector) and asserts what pacing
+// guarantees today: every sample accepted once, the fleet throttled (else
+// it proves nothing), no request inside its own collector's Retry-After
+// period. The target is not met by every draw yet (see the README's "Pacing
+// in a fleet"): one collector refused a request earlier than the others in
+// the first window holds a lower rate and drains last.
+func burstFigures(t *testing.T, name string, res simResult, collectors int) {
+	t.Helper()
+	busy, throttled := res.busy()
+	t.Logf("%s: %v", name, res)
+	t.Logf("%s: issue 29's target (busy period >= 90%% of the limit, at most one 429 per collector): %v", name,
+		busy >= 90 && res.throttled <= collectors)
+	assert.Equal(t, res.offered, res.accepted, "every sample accepted once")
+	assert.Positive(t, throttled, "the burst must have been throttled (else this proves nothing)")
+	assert.Zero(t, res.clientEarly, "requests inside their own collector's Retry-After period")
+}
+
+// TestFleetSimDrainsABurst: the fleet of the e2e burst test on a virtual
+// clock (issue 29, item 5), with the busy-period figures.
+func TestFleetSimDrainsABurst(t *testing.T) {
+	for _, jitter := range simLatencies {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("latency_up_to_%s/seed_%d", jitter, seed), func(t *testing.T) {
+				burstFigures(t, "burst", runFleetSim(t, burstScenario(seed, jitter)), 8)
+			})
+		}
+	}
+}
+
+// TestFleetSimKeysAreApartInABurst: every collector of the fleet sends to
+// two keys (two keyStates in one exporter), each with its own limit at the
+// ingest. The first key gets the burst (twice its limit for 30 s), the
+// second a quarter of its limit meanwhile: the second is never throttled
+// and nothing of it waits for the first's Retry-After or pacing, and the
+// first drains its burst as a fleet on one key does.
+func TestFleetSimKeysAreApartInABurst(t *testing.T) {
+	cfg := burstScenario(0, 40*time.Millisecond)
+	cfg.offeredByKey = []int{5000, 625}
+	res := runFleetSimKeys(t, cfg)
+	burstFigures(t, "burst key", res[0], cfg.collectors)
+	t.Logf("quiet key: %v", res[1])
+	assert.Zero(t, res[1].throttled, "the quiet key was throttled: the burst on the other key reached it")
+	assert.Equal(t, res[1].offered, res[1].accepted, "every sample of the quiet key accepted once")
+	assert.Positive(t, res[1].offered)
+	// The quiet key's last sample arrived within one offer interval and a
+	// request's latency of the end of the load: nothing of it was held back.
+	busy := res[1].lastOKAt.Sub(res[1].firstAt)
+	assert.Less(t, busy, cfg.load+cfg.minLat+cfg.jitt, "the quiet key's requests were held back past the end of its load")
 }
