@@ -33,8 +33,8 @@ type Server struct {
 	agg       *aggregates
 	validKeys map[string]struct{}
 	revoked   map[string]struct{} // keys answered 401 until restored
-	delaying  atomic.Int64 // requests being held by Fault.Delay now
-	bodies    [][]byte     // accepted bodies, up to Config.KeepBodies
+	delaying  atomic.Int64        // requests being held by Fault.Delay now
+	bodies    [][]byte            // accepted bodies, up to Config.KeepBodies
 }
 
 type limits struct {
