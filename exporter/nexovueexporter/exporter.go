@@ -411,7 +411,7 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && e.hold > 0:
 		if e.rejectedLog.should(e.state.now()) {
 			e.logger.Error("nexovue ingest rejected the ingest key of this routing rule: its profiles stay queued and are tried again; check the rule's key",
-				zap.String("route", e.route), zap.Int("status_code", code), zap.Duration("retry_interval", e.hold),
+				zap.Int("status_code", code), zap.Duration("retry_interval", e.hold),
 				zap.String("url", e.url), zap.String("message", msg))
 		}
 		return rejectedKey, fmt.Errorf("request to %s refused: the ingest rejected the key of route %q (HTTP %d)", e.url, e.route, code)

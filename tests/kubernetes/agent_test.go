@@ -30,14 +30,15 @@ const (
 	saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
-// applyDistributions applies the gateway and least-privilege bases, then
+// applyDistributions applies the gateway, least-privilege and
+// agent-multi-key overlays, then
 // distributions/kubernetes (the agent), each with `kubectl apply -k`,
 // server-side with strict field validation, so the agent's objects are the
 // ones distributions/kubernetes ships.
 func applyDistributions(t testing.TB, c *cluster) {
 	t.Helper()
 	root := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes")
-	for _, dir := range []string{"gateway", "least-privilege", "."} {
+	for _, dir := range []string{"gateway", "least-privilege", "agent-multi-key", "."} {
 		if _, err := c.kubectlOut("apply", "-k", filepath.Join(root, dir), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
 			t.Fatalf("apply distributions/kubernetes/%s: %v", dir, err)
 		}
