@@ -58,14 +58,8 @@ func ByResource(pd pprofile.Profiles, n int, group func(pcommon.Resource) int) (
 			if groups[ri] != g {
 				continue
 			}
-			drp := out.ResourceProfiles().AppendEmpty()
 			// Moving leaves rps.At(ri) empty: the indices of rps stay valid.
-			if owned {
-				rps.At(ri).MoveTo(drp)
-			} else {
-				rps.At(ri).CopyTo(drp)
-			}
-			if err := c.mapResource(drp, ri); err != nil {
+			if err := c.takeResource(out, rps.At(ri), owned, ri); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -75,6 +69,18 @@ func ByResource(pd pprofile.Profiles, n int, group func(pcommon.Resource) int) (
 		parts[g] = out
 	}
 	return parts, present, nil
+}
+
+// takeResource moves (owned) or copies rp, resource ri of the source, to the
+// end of out's resources and maps its dictionary references into the open part.
+func (c *compactor) takeResource(out pprofile.Profiles, rp pprofile.ResourceProfiles, owned bool, ri int) error {
+	drp := out.ResourceProfiles().AppendEmpty()
+	if owned {
+		rp.MoveTo(drp)
+	} else {
+		rp.CopyTo(drp)
+	}
+	return c.mapResource(drp, ri)
 }
 
 // mapResource rewrites the dictionary references of every profile and

@@ -37,13 +37,7 @@ func Merge(parts ...pprofile.Profiles) (pprofile.Profiles, error) {
 		c.init(part.Dictionary(), math.MaxInt)
 		rps := part.ResourceProfiles()
 		for ri := 0; ri < rps.Len(); ri++ {
-			drp := out.ResourceProfiles().AppendEmpty()
-			if owned {
-				rps.At(ri).MoveTo(drp)
-			} else {
-				rps.At(ri).CopyTo(drp)
-			}
-			if err := c.mapResource(drp, ri); err != nil {
+			if err := c.takeResource(out, rps.At(ri), owned, ri); err != nil {
 				return pprofile.Profiles{}, fmt.Errorf("part %d: %w", n, err)
 			}
 		}
