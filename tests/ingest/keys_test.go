@@ -47,6 +47,7 @@ func TestKeysOwnLimitsRevokeAndStats(t *testing.T) {
 	require.Equal(t, map[int]int{200: 2, 429: 1}, st.Keys["b"].RequestsByStatus)
 	require.Equal(t, int64(60), st.Keys["b"].SamplesAccepted)
 	require.Equal(t, clock.Now(), st.Keys["b"].LastAccepted)
+	require.Equal(t, map[string]int64{"svc": 60}, st.Keys["b"].Services)
 	raw, err := json.Marshal(st)
 	require.NoError(t, err)
 	require.False(t, strings.Contains(string(raw), "key-a") || strings.Contains(string(raw), "key-b"), "stats never hold a key")

@@ -35,6 +35,8 @@ type KeyStats struct {
 	Seq              SeqStats    `json:"seq"`
 	// LastAccepted is when the key's last request was accepted.
 	LastAccepted time.Time `json:"last_accepted"`
+	// Services is the samples accepted per service.name.
+	Services map[string]int64 `json:"services"`
 }
 
 // FunctionCount is a function and its sample count.
@@ -142,12 +144,13 @@ type keyAgg struct {
 	seq      map[int64]int64
 	seqDup   int64
 	last     time.Time
+	services map[string]int64
 }
 
 func (a *aggregates) key(name string) *keyAgg {
 	k := a.keys[name]
 	if k == nil {
-		k = &keyAgg{byStatus: map[int]int{}, seq: map[int64]int64{}}
+		k = &keyAgg{byStatus: map[int]int{}, seq: map[int64]int64{}, services: map[string]int64{}}
 		a.keys[name] = k
 	}
 	return k
@@ -161,6 +164,9 @@ func (a *aggregates) mergeKey(name string, sum *summary, samples int64, now time
 	k := a.key(name)
 	k.samples += samples
 	k.last = now
+	for name, ss := range sum.services {
+		k.services[name] += ss.samples
+	}
 	for _, q := range sum.seqs {
 		if k.seq[q] > 0 {
 			k.seqDup++
@@ -332,7 +338,7 @@ func (a *aggregates) snapshot() Stats {
 	if len(a.keys) > 0 {
 		st.Keys = make(map[string]KeyStats, len(a.keys))
 		for name, k := range a.keys {
-			st.Keys[name] = KeyStats{RequestsByStatus: maps.Clone(k.byStatus), SamplesAccepted: k.samples, Seq: seqStatsOf(k.seq, k.seqDup), LastAccepted: k.last}
+			st.Keys[name] = KeyStats{RequestsByStatus: maps.Clone(k.byStatus), SamplesAccepted: k.samples, Seq: seqStatsOf(k.seq, k.seqDup), LastAccepted: k.last, Services: maps.Clone(k.services)}
 		}
 	}
 	for name, agg := range a.services {
