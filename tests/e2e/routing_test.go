@@ -343,11 +343,14 @@ func TestRoutingKeysKeptApart(t *testing.T) {
 			ns, th.throughput, f.throughput, th.throughput/f.throughput,
 			th.p50.Round(time.Millisecond), f.p50.Round(time.Millisecond), float64(th.p50)/float64(f.p50),
 			th.p90.Round(time.Millisecond), f.p90.Round(time.Millisecond))
-		// Blocked behind search's queue, a batch would wait for its
-		// Retry-After (1 s) at least: bounds well below that, and loose
-		// enough for a loaded CI machine.
-		require.GreaterOrEqual(t, th.throughput/f.throughput, 0.9, "%s: throughput with a throttled neighbour", ns)
-		require.LessOrEqual(t, th.p50, max(2*f.p50, f.p50+100*time.Millisecond), "%s: median latency with a throttled neighbour", ns)
-		require.Less(t, th.p90, max(3*f.p90, f.p90+300*time.Millisecond), "%s: p90 latency with a throttled neighbour", ns)
+		// Blocked behind search's queue, payments' and platform's batches
+		// would wait for search's Retry-After (1 s) again and again: their
+		// latency would grow by seconds and their throughput fall towards
+		// search's tenth. The bounds are well short of that and loose for a
+		// loaded CI machine (the phases run one after the other, so load
+		// that changes between them shows in the ratios).
+		require.GreaterOrEqual(t, th.throughput/f.throughput, 0.6, "%s: throughput with a throttled neighbour", ns)
+		require.LessOrEqual(t, th.p50, max(3*f.p50, f.p50+250*time.Millisecond), "%s: median latency with a throttled neighbour", ns)
+		require.LessOrEqual(t, th.p90, max(5*f.p90, f.p90+2*time.Second), "%s: p90 latency with a throttled neighbour", ns)
 	}
 }
