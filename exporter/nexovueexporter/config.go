@@ -43,6 +43,13 @@ type Config struct {
 	// Key is the nexovue ingest key, sent as the x-nexovue-key header.
 	// The usual value is ${env:NEXOVUE_KEY}.
 	Key configopaque.String `mapstructure:"key"`
+	// KeyFile names a file holding the ingest key (a Kubernetes Secret
+	// mounted as a file), read at start; instead of Key.
+	KeyFile string `mapstructure:"key_file"`
+
+	// Routing chooses the key of each resource by its attributes; Key (or
+	// KeyFile) is the key of the resources no rule matches. See routing.go.
+	Routing RoutingConfig `mapstructure:"routing"`
 
 	// RateLimit paces what the exporter sends per key.
 	RateLimit RateLimitConfig `mapstructure:"rate_limit"`
@@ -73,7 +80,11 @@ var _ component.Config = (*Config)(nil)
 // Validate checks the configuration. Its errors name the setting's path.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if strings.TrimSpace(string(cfg.Key)) == "" {
+	if cfg.KeyFile != "" {
+		if cfg.Key != "" {
+			errs = append(errs, errors.New("key_file: set either `key` or `key_file`, not both"))
+		}
+	} else if strings.TrimSpace(string(cfg.Key)) == "" {
 		if isNexovueEndpoint(cfg.ClientConfig.Endpoint) {
 			errs = append(errs, errors.New("key: the nexovue ingest key is empty; set `key` (usually `key: ${env:NEXOVUE_KEY}`) and make sure the NEXOVUE_KEY environment variable is set"))
 		}
@@ -95,6 +106,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("timeout: must be positive (the default is 30s), got %s: without a time limit a hung connection holds a queue consumer forever", cfg.ClientConfig.Timeout))
 	}
 	errs = append(errs, cfg.validateTarget()...)
+	errs = append(errs, cfg.Routing.validate(cfg)...)
 	if cfg.RateLimit.SamplesPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("rate_limit::samples_per_second: must be 0 (off) or positive, got %d", cfg.RateLimit.SamplesPerSecond))
 	}
@@ -146,11 +158,16 @@ func (cfg *Config) profilesURL() string {
 
 // header returns the headers every request carries.
 func (cfg *Config) header(userAgent string) http.Header {
+	return keyedHeader(userAgent, string(cfg.Key))
+}
+
+// keyedHeader returns the headers every request with key carries.
+func keyedHeader(userAgent, key string) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/x-protobuf")
 	h.Set("User-Agent", userAgent)
-	if strings.TrimSpace(string(cfg.Key)) != "" {
-		h.Set(keyHeader, string(cfg.Key))
+	if strings.TrimSpace(key) != "" {
+		h.Set(keyHeader, key)
 	}
 	return h
 }

@@ -41,11 +41,21 @@ type nexovueExporter struct {
 	// id is the exporter's component ID, on every metric it records (as the
 	// exporter helper's metrics carry it): two nexovue exporters in one
 	// collector, say nexovue and nexovue/pyroscope, are told apart.
-	id        attribute.KeyValue
-	url       string
-	key       string
-	userAgent string
-	halve     halveFunc
+	id attribute.KeyValue
+	// route is the routing rule this exporter sends for (DefaultRoute for
+	// the rest), on every metric and rejected-key log; empty without routing.
+	route string
+	// keyFile, when set, holds the key, read at start; keyPath names the
+	// setting in errors.
+	keyFile, keyPath string
+	// hold > 0: requests refused for their key stay queued, tried again
+	// every hold (see holdRejected); rejectedLog limits the log to once a minute.
+	hold        time.Duration
+	rejectedLog rejectedLog
+	url         string
+	key         string
+	userAgent   string
+	halve       halveFunc
 
 	// Set by start.
 	client *http.Client
@@ -62,7 +72,7 @@ type nexovueExporter struct {
 	releaseOnce sync.Once
 }
 
-func newExporter(cfg *Config, set exporter.Settings, halve halveFunc) (*nexovueExporter, error) {
+func newExporter(cfg *Config, set exporter.Settings, halve halveFunc, opts routeOptions) (*nexovueExporter, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -72,7 +82,11 @@ func newExporter(cfg *Config, set exporter.Settings, halve halveFunc) (*nexovueE
 		set:       set.TelemetrySettings,
 		logger:    set.Logger,
 		telemetry: tb,
-		id:        attribute.String("exporter", set.ID.String()),
+		id:        attribute.String("exporter", opts.parent.String()),
+		route:     opts.route,
+		keyFile:   cfg.KeyFile,
+		keyPath:   opts.keyPath,
+		hold:      opts.holdRejected,
 		url:       cfg.profilesURL(),
 		key:       string(cfg.Key),
 		userAgent: fmt.Sprintf("%s/%s (%s/%s)", set.BuildInfo.Description, set.BuildInfo.Version, runtime.GOOS, runtime.GOARCH),
@@ -105,10 +119,17 @@ func (e *nexovueExporter) start(ctx context.Context, host component.Host) error 
 		e.logger.Warn("the nexovue endpoint is http:// to a host that is not loopback: the ingest key and the profiles travel in clear text; use https://",
 			zap.String("endpoint", e.cfg.ClientConfig.Endpoint))
 	}
+	if e.keyFile != "" {
+		key, err := readKeyFile(e.keyPath, e.keyFile)
+		if err != nil {
+			return err
+		}
+		e.key = key
+	}
 	e.state = acquireKeyState(e.url, e.key, e.cfg.RateLimit.SamplesPerSecond)
 	client.Transport = &gateTransport{base: client.Transport, state: e.state}
 	e.client, e.enc = client, enc
-	e.header = e.cfg.header(e.userAgent)
+	e.header = keyedHeader(e.userAgent, e.key)
 	if ownGzip {
 		e.header.Set("Content-Encoding", "gzip")
 	}
@@ -271,7 +292,7 @@ func (e *nexovueExporter) split(ctx context.Context, p pprofile.Profiles) (first
 		return first, second, false, fmt.Errorf("bad request: cannot split it for %s: %w", e.url, err)
 	}
 	if ok {
-		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n), metric.WithAttributes(e.id))
+		e.telemetry.ExporterNexovueSamplesSplit.Add(ctx, int64(n), e.with())
 	}
 	return first, second, ok, nil
 }
@@ -285,6 +306,13 @@ func (e *nexovueExporter) sendDraining(ctx context.Context, p pprofile.Profiles)
 	start := time.Now()
 	for {
 		out, err := e.send(ctx, p)
+		if out == rejectedKey && e.hold > 0 {
+			werr := e.holdRejected(ctx)
+			if werr == nil {
+				continue // try the key again
+			}
+			out, err = retryable, fmt.Errorf("%w; %w", err, werr)
+		}
 		if out == retryable && errors.Is(err, errStopped) && !e.persistentQueue() {
 			e.drop(ctx, p.SampleCount(), "shutdown")
 			return out, err
@@ -301,7 +329,7 @@ func (e *nexovueExporter) sendDraining(ctx context.Context, p pprofile.Profiles)
 }
 
 func (e *nexovueExporter) drop(ctx context.Context, n int, reason string) {
-	e.telemetry.ExporterNexovueSamplesDropped.Add(ctx, int64(n), metric.WithAttributes(e.id, attribute.String("reason", reason)))
+	e.telemetry.ExporterNexovueSamplesDropped.Add(ctx, int64(n), e.with(attribute.String("reason", reason)))
 }
 
 // send makes one HTTP attempt with p, after the pacing and the Retry-After gate allow it.
@@ -370,7 +398,7 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 	switch {
 	case code >= 200 && code <= 299:
 		e.state.acceptedAt(left, n)
-		e.telemetry.ExporterNexovueSamplesSent.Add(ctx, int64(n), metric.WithAttributes(e.id))
+		e.telemetry.ExporterNexovueSamplesSent.Add(ctx, int64(n), e.with())
 		if partial != nil {
 			e.logger.Warn("nexovue ingest accepted the request partially",
 				zap.Int64("rejected_profiles", partial.RejectedProfiles()),
@@ -380,6 +408,13 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 		return sent, nil
 	case code == http.StatusRequestEntityTooLarge:
 		return tooLarge, fmt.Errorf("request to %s refused as too large (HTTP 413): %s", e.url, msg)
+	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && e.hold > 0:
+		if e.rejectedLog.should(e.state.now()) {
+			e.logger.Error("nexovue ingest rejected the ingest key of this routing rule: its profiles stay queued and are tried again; check the rule's key",
+				zap.Int("status_code", code), zap.Duration("retry_interval", e.hold),
+				zap.String("url", e.url), zap.String("message", msg))
+		}
+		return rejectedKey, fmt.Errorf("request to %s refused: the ingest rejected the key of route %q (HTTP %d)", e.url, e.route, code)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		e.drop(ctx, n, "rejected_key")
 		if e.state.shouldLogRejectedKey() {
@@ -441,7 +476,7 @@ func (e *nexovueExporter) maxGateWait() time.Duration {
 }
 
 func (e *nexovueExporter) countRequest(ctx context.Context, code int) {
-	e.telemetry.ExporterNexovueRequests.Add(ctx, 1, metric.WithAttributes(e.id, attribute.Int("status_code", code)))
+	e.telemetry.ExporterNexovueRequests.Add(ctx, 1, e.with(attribute.Int("status_code", code)))
 }
 
 func (e *nexovueExporter) recordWaits(ctx context.Context, w waits) {
@@ -451,6 +486,52 @@ func (e *nexovueExporter) recordWaits(ctx context.Context, w waits) {
 
 func (e *nexovueExporter) recordWait(ctx context.Context, d time.Duration, reason string) {
 	if d > 0 {
-		e.telemetry.ExporterNexovueWaitTime.Add(ctx, d.Seconds(), metric.WithAttributes(e.id, attribute.String("reason", reason)))
+		e.telemetry.ExporterNexovueWaitTime.Add(ctx, d.Seconds(), e.with(attribute.String("reason", reason)))
 	}
+}
+
+// with returns the attributes of a metric: the exporter, the route when
+// routing is configured, then kv.
+func (e *nexovueExporter) with(kv ...attribute.KeyValue) metric.MeasurementOption {
+	attrs := make([]attribute.KeyValue, 0, len(kv)+2)
+	attrs = append(attrs, e.id)
+	if e.route != "" {
+		attrs = append(attrs, attribute.String("route", e.route))
+	}
+	return metric.WithAttributes(append(attrs, kv...)...)
+}
+
+// holdRejected waits, for a route whose key the ingest refused, until the
+// key is tried again; the wait is counted with reason rejected_key. It
+// returns errStopped when shutdown stops waiting, or ctx's error.
+func (e *nexovueExporter) holdRejected(ctx context.Context) error {
+	start := time.Now()
+	t := time.NewTimer(e.hold)
+	defer t.Stop()
+	defer func() { e.recordWait(ctx, time.Since(start), "rejected_key") }()
+	select {
+	case <-t.C:
+		return nil
+	case <-e.stop:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// rejectedLog lets the rejected-key error of one route be logged at most
+// once a minute.
+type rejectedLog struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (l *rejectedLog) should(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < time.Minute {
+		return false
+	}
+	l.last = now
+	return true
 }

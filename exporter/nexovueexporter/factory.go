@@ -44,6 +44,7 @@ func createDefaultConfig() component.Config {
 		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
 		RetryConfig:  configretry.NewDefaultBackOffConfig(),
 		RateLimit:    RateLimitConfig{SamplesPerSecond: DefaultSamplesPerSecond},
+		Routing:      RoutingConfig{RejectedKeyRetryInterval: DefaultRejectedKeyRetryInterval},
 		// The default encoding is chosen by bytes per sample: see literal.go.
 		ProfilesPath:      DefaultProfilesPath,
 		AttributeEncoding: DefaultAttributeEncoding,
@@ -55,7 +56,29 @@ func createProfiles(ctx context.Context, set exporter.Settings, cfg component.Co
 }
 
 func newProfilesExporter(ctx context.Context, set exporter.Settings, cfg *Config, halve halveFunc) (xexporter.Profiles, error) {
-	e, err := newExporter(cfg, set, halve)
+	if cfg.Routing.enabled() {
+		return newRoutedExporter(ctx, set, cfg, halve)
+	}
+	return newSingleKeyExporter(ctx, set, cfg, halve, routeOptions{parent: set.ID, keyPath: "key_file"})
+}
+
+// routeOptions tell an exporter of one key which route it serves.
+type routeOptions struct {
+	// parent is the configured exporter's ID, the exporter attribute of
+	// every metric.
+	parent component.ID
+	// route is the rule's name (DefaultRoute for the rest); empty without
+	// routing, and then metrics carry no route attribute.
+	route string
+	// keyPath names the key_file setting in errors.
+	keyPath string
+	// holdRejected > 0 keeps the requests the ingest refused the key of
+	// queued, tried again at this interval; 0 drops them (without routing).
+	holdRejected time.Duration
+}
+
+func newSingleKeyExporter(ctx context.Context, set exporter.Settings, cfg *Config, halve halveFunc, opts routeOptions) (*profilesExporter, error) {
+	e, err := newExporter(cfg, set, halve, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -37,29 +37,8 @@ func Merge(parts ...pprofile.Profiles) (pprofile.Profiles, error) {
 		c.init(part.Dictionary(), math.MaxInt)
 		rps := part.ResourceProfiles()
 		for ri := 0; ri < rps.Len(); ri++ {
-			drp := out.ResourceProfiles().AppendEmpty()
-			if owned {
-				rps.At(ri).MoveTo(drp)
-			} else {
-				rps.At(ri).CopyTo(drp)
-			}
-			sps := drp.ScopeProfiles()
-			for si := 0; si < sps.Len(); si++ {
-				profs := sps.At(si).Profiles()
-				for pi := 0; pi < profs.Len(); pi++ {
-					p := profs.At(pi)
-					path := samplePath{ri, si, pi, 0}
-					if err := c.mapProfileFields(p, path); err != nil {
-						return pprofile.Profiles{}, fmt.Errorf("part %d: %w", n, err)
-					}
-					samples := p.Samples()
-					for k := 0; k < samples.Len(); k++ {
-						path.sample = k
-						if _, err := c.mapSample(samples.At(k), path); err != nil {
-							return pprofile.Profiles{}, fmt.Errorf("part %d: %w", n, err)
-						}
-					}
-				}
+			if err := c.takeResource(out, rps.At(ri), owned, ri); err != nil {
+				return pprofile.Profiles{}, fmt.Errorf("part %d: %w", n, err)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -30,6 +31,14 @@ type Config struct {
 	// Keys are the valid ingest keys. Empty means any non-empty key is
 	// accepted (a missing or empty key is still answered 401).
 	Keys []string
+	// KeyLimits gives keys a samples-per-second limit of their own (each
+	// key belongs to one project, whose limit may differ); keys not in it
+	// have SamplesPerSecond. Server.SetKeyLimit changes them at run time.
+	KeyLimits map[string]int64
+	// KeyNames names keys for per-key statistics (Stats.Keys, RequestInfo.Key):
+	// the name, never the key, is kept. Keys without a name are not counted
+	// per key.
+	KeyNames map[string]string
 	// MaxFrames: a request whose stacks write out to more frames is
 	// answered 413. Default 1,000,000.
 	MaxFrames int64
@@ -93,6 +102,7 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	c.Keys = append([]string(nil), c.Keys...)
+	c.KeyLimits = maps.Clone(c.KeyLimits)
 	return c
 }
 

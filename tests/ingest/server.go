@@ -32,8 +32,9 @@ type Server struct {
 	keys      map[string]*keyWindow
 	agg       *aggregates
 	validKeys map[string]struct{}
-	delaying  atomic.Int64 // requests being held by Fault.Delay now
-	bodies    [][]byte     // accepted bodies, up to Config.KeepBodies
+	revoked   map[string]struct{} // keys answered 401 until restored
+	delaying  atomic.Int64        // requests being held by Fault.Delay now
+	bodies    [][]byte            // accepted bodies, up to Config.KeepBodies
 }
 
 type limits struct {
@@ -52,6 +53,7 @@ func New(cfg Config) *Server {
 		keys:      map[string]*keyWindow{},
 		agg:       newAggregates(cfg.KeepRecent, cfg.Now()),
 		validKeys: map[string]struct{}{},
+		revoked:   map[string]struct{}{},
 	}
 	for _, k := range cfg.Keys {
 		s.validKeys[k] = struct{}{}
@@ -116,6 +118,36 @@ func (s *Server) SetLimits(samplesPerSecond, maxFrames int64) {
 	if maxFrames > 0 {
 		s.limits.maxFrames = maxFrames
 	}
+}
+
+// SetKeyLimit gives key a samples-per-second limit of its own at run time
+// (see Config.KeyLimits); n <= 0 returns it to the server-wide limit.
+func (s *Server) SetKeyLimit(key string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.KeyLimits == nil {
+		s.cfg.KeyLimits = map[string]int64{}
+	}
+	if n <= 0 {
+		delete(s.cfg.KeyLimits, key)
+		return
+	}
+	s.cfg.KeyLimits[key] = n
+}
+
+// RevokeKey makes the server refuse key as it refuses a key it does not
+// know (401), until RestoreKey.
+func (s *Server) RevokeKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revoked[key] = struct{}{}
+}
+
+// RestoreKey accepts a revoked key again.
+func (s *Server) RestoreKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.revoked, key)
 }
 
 // ServeHTTP serves ProfilesPath and StatsPath.
@@ -232,6 +264,7 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 
 	// 1. key
 	key := r.Header.Get(KeyHeader)
+	info.Key = s.cfg.KeyNames[key]
 	if !s.keyValid(key) {
 		if key == "" {
 			refuse(http.StatusUnauthorized, "missing "+KeyHeader+" header")
@@ -283,6 +316,9 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	info.Samples, info.Frames = countFrames(pd)
 	s.mu.Lock()
 	lim := s.limits
+	if n, ok := s.cfg.KeyLimits[key]; ok {
+		lim.samplesPerSecond = n
+	}
 	s.mu.Unlock()
 	if info.Frames > lim.maxFrames {
 		refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request stacks write out to %d frames, more than the limit of %d; lower the batch size", info.Frames, lim.maxFrames))
@@ -311,6 +347,7 @@ func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
 	info.Status = http.StatusOK
 	s.mu.Lock()
 	s.agg.merge(sum, info.Samples, info.Frames)
+	s.agg.mergeKey(info.Key, sum, info.Samples, info.Time)
 	s.agg.record(info)
 	if len(s.bodies) < s.cfg.KeepBodies {
 		s.bodies = append(s.bodies, body)
@@ -350,6 +387,12 @@ func closeWithoutAnswer(w http.ResponseWriter) {
 
 func (s *Server) keyValid(key string) bool {
 	if key == "" {
+		return false
+	}
+	s.mu.Lock()
+	_, revoked := s.revoked[key]
+	s.mu.Unlock()
+	if revoked {
 		return false
 	}
 	if len(s.validKeys) == 0 {

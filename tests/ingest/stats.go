@@ -23,6 +23,20 @@ type RequestInfo struct {
 	// inside a Retry-After period this client was given.
 	Client           string `json:"client,omitempty"`
 	ClientEarlyRetry bool   `json:"client_early_retry,omitempty"`
+	// Key is the key's name in Config.KeyNames (never the key itself).
+	Key string `json:"key,omitempty"`
+}
+
+// KeyStats is what was answered and accepted for one key named in
+// Config.KeyNames.
+type KeyStats struct {
+	RequestsByStatus map[int]int `json:"requests_by_status"`
+	SamplesAccepted  int64       `json:"samples_accepted"`
+	Seq              SeqStats    `json:"seq"`
+	// LastAccepted is when the key's last request was accepted.
+	LastAccepted time.Time `json:"last_accepted"`
+	// Services is the samples accepted per service.name.
+	Services map[string]int64 `json:"services"`
 }
 
 // FunctionCount is a function and its sample count.
@@ -69,6 +83,8 @@ type Stats struct {
 	Seq        SeqStats                `json:"seq"`
 	Recent     []RequestInfo           `json:"recent_requests"`
 	MissingSeq []int64                 `json:"missing_seq,omitempty"` // only on /stats?missing_below=N
+	// Keys holds the statistics of each key named in Config.KeyNames, by name.
+	Keys map[string]KeyStats `json:"keys,omitempty"`
 }
 
 // statsTopN is how many functions per service Stats lists (leaf and inclusive).
@@ -118,6 +134,45 @@ type aggregates struct {
 	recentNext   int
 	keepRecent   int
 	window       *Window
+	keys         map[string]*keyAgg // by Config.KeyNames name
+}
+
+// keyAgg is the running aggregate of one named key.
+type keyAgg struct {
+	byStatus map[int]int
+	samples  int64
+	seq      map[int64]int64
+	seqDup   int64
+	last     time.Time
+	services map[string]int64
+}
+
+func (a *aggregates) key(name string) *keyAgg {
+	k := a.keys[name]
+	if k == nil {
+		k = &keyAgg{byStatus: map[int]int{}, seq: map[int64]int64{}, services: map[string]int64{}}
+		a.keys[name] = k
+	}
+	return k
+}
+
+// mergeKey counts an accepted request of the key named name ("" : none).
+func (a *aggregates) mergeKey(name string, sum *summary, samples int64, now time.Time) {
+	if name == "" {
+		return
+	}
+	k := a.key(name)
+	k.samples += samples
+	k.last = now
+	for name, ss := range sum.services {
+		k.services[name] += ss.samples
+	}
+	for _, q := range sum.seqs {
+		if k.seq[q] > 0 {
+			k.seqDup++
+		}
+		k.seq[q]++
+	}
 }
 
 func newAggregates(keepRecent int, now time.Time) *aggregates {
@@ -125,6 +180,7 @@ func newAggregates(keepRecent int, now time.Time) *aggregates {
 		byStatus:   map[int]int{},
 		services:   map[string]*serviceAgg{},
 		seq:        map[int64]int64{},
+		keys:       map[string]*keyAgg{},
 		keepRecent: keepRecent,
 		window:     newWindow(now),
 	}
@@ -137,6 +193,9 @@ func (a *aggregates) record(info RequestInfo) {
 	} else {
 		a.byStatus[info.Status]++
 		a.window.Statuses[info.Status]++
+	}
+	if info.Key != "" {
+		a.key(info.Key).byStatus[info.Status]++
 	}
 	if info.ClientEarlyRetry {
 		a.clientEarly++
@@ -234,10 +293,12 @@ func TopCounts(counts map[string]int64, n int) []FunctionCount {
 	return out
 }
 
-func (a *aggregates) seqStats() SeqStats {
-	st := SeqStats{Distinct: len(a.seq), Duplicates: a.seqDup}
+func (a *aggregates) seqStats() SeqStats { return seqStatsOf(a.seq, a.seqDup) }
+
+func seqStatsOf(seqs map[int64]int64, dup int64) SeqStats {
+	st := SeqStats{Distinct: len(seqs), Duplicates: dup}
 	first := true
-	for q := range a.seq {
+	for q := range seqs {
 		if first || q < st.Min {
 			st.Min = q
 		}
@@ -273,6 +334,12 @@ func (a *aggregates) snapshot() Stats {
 		Seq:                a.seqStats(),
 		Recent:             a.recentInOrder(),
 		ByType:             map[string]TypeStats{},
+	}
+	if len(a.keys) > 0 {
+		st.Keys = make(map[string]KeyStats, len(a.keys))
+		for name, k := range a.keys {
+			st.Keys[name] = KeyStats{RequestsByStatus: maps.Clone(k.byStatus), SamplesAccepted: k.samples, Seq: seqStatsOf(k.seq, k.seqDup), LastAccepted: k.last, Services: maps.Clone(k.services)}
+		}
 	}
 	for name, agg := range a.services {
 		byType := make(map[string]TypeStats, len(agg.byType))

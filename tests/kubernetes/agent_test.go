@@ -30,14 +30,15 @@ const (
 	saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
-// applyDistributions applies the gateway and least-privilege bases, then
+// applyDistributions applies the gateway, least-privilege and
+// agent-multi-key overlays, then
 // distributions/kubernetes (the agent), each with `kubectl apply -k`,
 // server-side with strict field validation, so the agent's objects are the
 // ones distributions/kubernetes ships.
 func applyDistributions(t testing.TB, c *cluster) {
 	t.Helper()
 	root := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes")
-	for _, dir := range []string{"gateway", "least-privilege", "."} {
+	for _, dir := range []string{"gateway", "least-privilege", "agent-multi-key", "."} {
 		if _, err := c.kubectlOut("apply", "-k", filepath.Join(root, dir), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
 			t.Fatalf("apply distributions/kubernetes/%s: %v", dir, err)
 		}
@@ -77,6 +78,14 @@ type agentRun struct {
 // is what the agent has. NEXOVUE_ENDPOINT points at the ingest double.
 func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
 	t.Helper()
+	return startAgentWith(t, c, node, withK8s, nil, ingest.Config{Keys: []string{testKey}})
+}
+
+// startAgentWith is startAgent with further config files (merged over the
+// agent's, as more --config flags) and the double's config (its
+// OnAccepted is set to the run's recorder).
+func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, configs []string, srvCfg ingest.Config) *agentRun {
+	t.Helper()
 	cfg := agentConfig(t, c)
 	dir := t.TempDir()
 	token := c.kubectl(t, "-n", agentNamespace, "create", "token", agentName, "--duration=2h")
@@ -102,7 +111,8 @@ func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
 	mustWrite(t, overlayPath, overlay)
 
 	rec := newRecorder()
-	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, OnAccepted: rec.record})
+	srvCfg.OnAccepted = rec.record
+	srv := ingest.StartForTest(t, srvCfg)
 	env := []string{
 		"NEXOVUE_ENDPOINT=" + srv.URL(),
 		"NEXOVUE_KEY=" + testKey,
@@ -125,10 +135,19 @@ exec "$@"`, saDir)
 	proc := testenv.StartCollector(t, configPath, testenv.CollectorOptions{
 		Env:  env,
 		EBPF: true,
-		Args: []string{"--config", overlayPath, testenv.FeatureGate},
+		Args: append(configArgs(append(configs, overlayPath)), testenv.FeatureGate),
 		Wrap: []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountSA, sa},
 	})
 	return &agentRun{proc: proc, srv: srv, rec: rec}
+}
+
+// configArgs is a --config flag per file.
+func configArgs(files []string) []string {
+	var args []string
+	for _, f := range files {
+		args = append(args, "--config", f)
+	}
+	return args
 }
 
 func mustWrite(t testing.TB, path, content string) {

@@ -88,7 +88,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterNexovueWaitTime, err = builder.meter.Float64Counter(
 		"otelcol_exporter_nexovue_wait_time",
-		metric.WithDescription("Seconds requests were held back before leaving the exporter, by reason. [Alpha]"),
+		metric.WithDescription("Seconds requests were held back before leaving the exporter, by reason (rejected_key is the wait, with routing, before a refused key is tried again). [Alpha]"),
 		metric.WithUnit("s"),
 	)
 	errs = errors.Join(errs, err)

@@ -88,7 +88,7 @@ func AssertEqualExporterNexovueSamplesSplit(t *testing.T, tt *componenttest.Tele
 func AssertEqualExporterNexovueWaitTime(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[float64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_nexovue_wait_time",
-		Description: "Seconds requests were held back before leaving the exporter, by reason. [Alpha]",
+		Description: "Seconds requests were held back before leaving the exporter, by reason (rejected_key is the wait, with routing, before a refused key is tried again). [Alpha]",
 		Unit:        "s",
 		Data: metricdata.Sum[float64]{
 			Temporality: metricdata.CumulativeTemporality,

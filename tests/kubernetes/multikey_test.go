@@ -1,0 +1,98 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+package kubernetes
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// TestKubernetesMultiKey runs the agent of the agent-multi-key overlay (its
+// routing config read back from a real kube-apiserver, merged over the
+// agent's) against real processes in the cgroups of pods in three
+// namespaces, with the teams' keys as files where the overlay mounts the
+// Secrets: each key of the ingest double receives its own namespaces'
+// profiles and no other's.
+func TestKubernetesMultiKey(t *testing.T) {
+	c := startCluster(t)
+	applyDistributions(t, c)
+	routing := c.kubectl(t, "-n", agentNamespace, "get", "configmap", agentName+"-routing", "-o", `jsonpath={.data.routing\.yaml}`)
+	const keysDir = "/etc/nexovue/keys/"
+	if !strings.Contains(routing, keysDir+"payments") || !strings.Contains(routing, keysDir+"search") {
+		t.Fatalf("the overlay's routing config does not read the payments and search keys from %s:\n%s", keysDir, routing)
+	}
+	node := "nxv-node-" + randHex(t, 3)
+	cg := newCgroups(t)
+	burner := buildBurner(t)
+	noEnv := []string{"OTEL_SERVICE_NAME=", "OTEL_RESOURCE_ATTRIBUTES="}
+
+	// The service of each pod is its Deployment (distributions/README.md,
+	// "Service names on Kubernetes"); the key its namespace's team's.
+	teams := []struct{ key, name, namespace, deployment string }{
+		{"nxv-k8s-payments-key", "payments", "payments", "pay-api"},
+		{"nxv-k8s-search-key", "search", "search-eu", "indexer"},
+		{testKey, "platform", "shop", "cart"},
+	}
+	keys := map[string]string{}
+	for _, tm := range teams {
+		keys[tm.key] = tm.name
+		hash := "6c9f8d7b5"
+		p := createPod(t, c, node, podSpec{namespace: tm.namespace, name: tm.deployment + "-" + hash + "-abcde",
+			owner: &owner{"ReplicaSet", tm.deployment + "-" + hash}, labels: map[string]string{"pod-template-hash": hash}, env: noEnv})
+		startProcesses(t, cg, burner, p)
+		nameContainers(t, c, p)
+	}
+	// The Secrets' files, where the test can write them.
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "keys", "payments"), teams[0].key+"\n")
+	mustWrite(t, filepath.Join(dir, "keys", "search"), teams[1].key+"\n")
+	routingPath := filepath.Join(dir, "routing.yaml")
+	mustWrite(t, routingPath, strings.ReplaceAll(routing, keysDir, filepath.Join(dir, "keys")+"/"))
+
+	run := startAgentWith(t, c, node, true, []string{routingPath}, ingest.Config{Keys: []string{teams[0].key, teams[1].key, testKey}, KeyNames: keys})
+	seen := func() string {
+		var b strings.Builder
+		for name, ks := range run.srv.Stats().Keys {
+			fmt.Fprintf(&b, "%s: %v %v; ", name, ks.RequestsByStatus, ks.Services)
+		}
+		return b.String()
+	}
+	testenv.WaitFor(t, 2*time.Minute, "every team's service at its own key", func() (bool, error) {
+		st := run.srv.Stats()
+		for _, tm := range teams {
+			if st.Keys[tm.name].Services[tm.deployment] == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	st := run.srv.Stats()
+	for _, tm := range teams {
+		for _, other := range teams {
+			if other.name != tm.name && st.Keys[tm.name].Services[other.deployment] > 0 {
+				t.Errorf("key %s received %s's service %s: %s", tm.name, other.namespace, other.deployment, seen())
+			}
+		}
+	}
+	for _, tm := range teams[:2] {
+		// Only the team's own pods send with a rule's key; everything else
+		// on the node goes with the default key.
+		if len(st.Keys[tm.name].Services) != 1 {
+			t.Errorf("key %s received services other than %s: %s", tm.name, tm.deployment, seen())
+		}
+	}
+	if n := st.RequestsByStatus[401]; n > 0 {
+		t.Errorf("%d requests refused for their key: %s", n, seen())
+	}
+	if out := run.proc.Output(); strings.Contains(out, teams[0].key) || strings.Contains(out, teams[1].key) {
+		t.Error("the agent logged a team's key")
+	}
+	t.Logf("kubernetes multi-key: %s", seen())
+}
