@@ -100,7 +100,7 @@ func TestDWARFInlinedFromDebugLink(t *testing.T) {
 
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
 	process(t, proc, pd)
 
 	checkInlined(t, p, pd, locs, addrs)
@@ -139,7 +139,7 @@ func TestDWARFInlinedByBuildID(t *testing.T) {
 
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
+	cfg := testConfig()
 	cfg.DebugDirs = []string{bad, good}
 	process(t, newTestProcessorWith(t, cfg, metadatatest.NewSettings(tt)), pd)
 
@@ -233,7 +233,7 @@ func TestDWARFMalformed(t *testing.T) {
 			pd, locs := p.batch(t, 0, addrs[:1])
 			tt := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-			process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+			process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt)), pd)
 			got, _ := frames(pd, locs[0])
 			assert.Equal(t, []dwarftest.Frame{{Name: "nxv_inl_caller", File: "inl"}}, got, "named from the debug file's symbol table")
 			metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
@@ -333,7 +333,7 @@ func TestDWARFInProcessRoot(t *testing.T) {
 	b.process(pid, "", locs)
 	set := processortest.NewNopSettings(metadata.Type)
 	set.Logger = zaptest.NewLogger(t)
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), set), b.pd)
+	process(t, newTestProcessorWith(t, testConfig(), set), b.pd)
 	checkInlined(t, p, b.pd, locs, addrs)
 }
 
@@ -355,7 +355,7 @@ func TestDWARFBoundedByCache(t *testing.T) {
 	pd, locs := p.batch(t, 0, addrs[:1])
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
 	proc.limits.indexBytes = 1 << 10
 	require.Greater(t, len(dwarftest.SectionData(t, p.Debug, ".debug_info")), 1<<10, "the program's DWARF is larger than the bound")
 	process(t, proc, pd)
@@ -419,7 +419,7 @@ func TestDWARFDWZ(t *testing.T) {
 	pd, locs := q.batch(t, 0, addrs[:1])
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+	process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt)), pd)
 	got, _ := frames(pd, locs[0])
 	assert.Equal(t, want, got, "the inlined function and its caller")
 	metadatatest.AssertEqualProcessorSymbolizeFramesNamed(t, tt, []metricdata.DataPoint[int64]{
@@ -431,7 +431,7 @@ func TestDWARFDWZ(t *testing.T) {
 	pd, locs = q.batch(t, 0, addrs[:1])
 	tt2 := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt2.Shutdown(context.Background())) })
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt2)), pd)
+	process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt2)), pd)
 	got, _ = frames(pd, locs[0])
 	assert.Equal(t, want[1:], got, "the caller at the call's line")
 	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt2, []metricdata.DataPoint[int64]{
