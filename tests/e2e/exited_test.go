@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/dwarftest"
+	"github.com/nexovue/otelcol-nexovue/tests/ingest"
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
+)
+
+// exitedInterval is the receiver's reporter_interval in
+// TestDebugInfoExitedProcess: far longer than the program's life (1.5 s),
+// so that the batch holding its samples is cut after it has exited.
+const exitedInterval = 8 * time.Second
+
+// sinkBatches returns the requests of the sink so far, oldest first.
+func sinkBatches(path string) ([]pprofile.Profiles, error) {
+	var out []pprofile.Profiles
+	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) { out = append(out, pd) })
+	return out, err
+}
+
+// TestDebugInfoExitedProcess runs the shipped agent (real eBPF profiler)
+// with a reporter_interval of 8 s, and, just after a batch, a stripped C
+// program (inl.c, -g -O2, its debug file next to it through
+// .gnu_debuglink) that burns CPU in its inlined hot function for 1.5 s and
+// exits; its binary is then deleted. So the first batch that holds its
+// samples reaches the symbolize processor after the process is gone, its
+// /proc entries and its file with it: the file comes from the receiver's
+// hold on the executables the profiler saw (ExecutableReporter,
+// debugfile.Held), its debug file from next to it. That batch's frames of
+// the program are all named, those in its code with readelf's frames
+// (the inlined function, then its caller, with their lines).
+func TestDebugInfoExitedProcess(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	sent := int64(-1)
+	figures(t, "debuginfo-exited", srv, &sent)
+
+	dir := t.TempDir()
+	inl := filepath.Join(root, "processor", "symbolizeprocessor", "testdata", "src", "inl.c")
+	prog := dwarftest.Build(t, inl, dir, "nxv-inl-short", true, "-DNXV_OTHER=4")
+	name := filepath.Base(prog.Bin)
+	// load_wait: its default, 2 s, could run out on a loaded machine while
+	// the loader reads another file; the wait is TestLoadWait*'s subject.
+	sinkPath, _ := startAgentEvery(t, srv, nil, exitedInterval.String(), `
+processors:
+  symbolize:
+    load_wait: 30s
+`)
+
+	// Just after the first batch: the next is about 8 s away.
+	testenv.WaitFor(t, 120*time.Second, "the agent's first batch at the sink", func() (bool, error) {
+		all, err := sinkBatches(sinkPath)
+		return len(all) > 0, err
+	})
+	start := time.Now()
+	out, err := exec.Command(prog.Bin, "for", "1500").CombinedOutput()
+	require.NoError(t, err, "%s: %s", prog.Bin, out)
+	lived := time.Since(start)
+	require.NoError(t, os.Remove(prog.Bin))
+	exited, err := sinkBatches(sinkPath)
+	require.NoError(t, err)
+	for i, pd := range exited {
+		require.Empty(t, batchFrames(pd, name), "batch %d held the program's frames before it exited (it lived %s, reporter_interval %s): the test could not run its case", i, lived, exitedInterval)
+	}
+
+	var frames []nativeFrame
+	testenv.WaitFor(t, 3*exitedInterval+30*time.Second, "a batch holding the program's frames, after it exited", func() (bool, error) {
+		all, err := sinkBatches(sinkPath)
+		for _, pd := range all[min(len(exited), len(all)):] {
+			if frames = batchFrames(pd, name); len(frames) > 0 {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	t.Logf("the program lived %s; the first batch holding it came after its exit, with %d of its locations", lived, len(frames))
+
+	var seen []string
+	inlined := 0
+	for _, f := range frames {
+		seen = append(seen, fmt.Sprintf("%#x %v", f.addr, f.lines))
+	}
+	for _, f := range frames {
+		require.NotEmpty(t, f.lines, "the program's location %#x unnamed; its locations in that batch:\n%s", f.addr, strings.Join(seen, "\n"))
+		if !strings.HasPrefix(f.lines[len(f.lines)-1].Name, "nxv_inl_") {
+			continue // _start, main: named from the debug file's symbol table
+		}
+		require.Equal(t, dwarftest.Frames(t, prog.Oracle, f.addr), f.lines, "at %#x", f.addr)
+		if len(f.lines) == 2 && f.lines[0].Name == "nxv_inl_hot" && f.lines[1].Name == "nxv_inl_caller" {
+			inlined++
+		}
+	}
+	require.Positive(t, inlined, "no location of nxv_inl_hot inlined into nxv_inl_caller; the program's locations:\n%s", strings.Join(seen, "\n"))
+	t.Logf("%d locations of nxv_inl_hot inlined into nxv_inl_caller checked against readelf", inlined)
+}
