@@ -18,7 +18,7 @@ import (
 )
 
 // exitedInterval is the receiver's reporter_interval in
-// TestDebugInfoExitedProcess: far longer than the program's life (1.5 s),
+// TestDebugInfoExitedProcess: far longer than the program's life (2 s),
 // so that the batch holding its samples is cut after it has exited.
 const exitedInterval = 8 * time.Second
 
@@ -32,7 +32,7 @@ func sinkBatches(path string) ([]pprofile.Profiles, error) {
 // TestDebugInfoExitedProcess runs the shipped agent (real eBPF profiler)
 // with a reporter_interval of 8 s, and, just after a batch, a stripped C
 // program (inl.c, -g -O2, its debug file next to it through
-// .gnu_debuglink) that burns CPU in its inlined hot function for 1.5 s and
+// .gnu_debuglink) that burns CPU in its inlined hot function for 2 s and
 // exits; its binary is then deleted. So the first batch that holds its
 // samples reaches the symbolize processor after the process is gone, its
 // /proc entries and its file with it: the file comes from the receiver's
@@ -55,7 +55,13 @@ processors:
   symbolize:
     load_wait: 30s
 `)
-	// A process of 1.5 s may go unsampled on a loaded machine (the
+	// The first batch: the agent's start-up scan, when a new process is
+	// seen late, is behind it.
+	testenv.WaitFor(t, 120*time.Second, "the agent's first batch at the sink", func() (bool, error) {
+		all, err := sinkBatches(sinkPath)
+		return len(all) > 0, err
+	})
+	// A process of 2 s may still go unsampled on a loaded machine (the
 	// profiler has to see it first): up to three, each a file of its own.
 	var prog dwarftest.Program
 	var frames []nativeFrame
@@ -84,7 +90,7 @@ processors:
 	t.Logf("%d locations of nxv_inl_hot inlined into nxv_inl_caller checked against readelf", inlined)
 }
 
-// runExited runs prog for 1.5 s just after a batch reached the sink,
+// runExited runs prog for 2 s just after a batch reached the sink,
 // deletes its binary once it has exited, and returns its locations in the
 // first batch that holds them, cut after it exited (none: no batch held
 // them within three reporter intervals).
@@ -99,7 +105,7 @@ func runExited(t *testing.T, sinkPath string, prog dwarftest.Program) []nativeFr
 		return len(all) > len(before), err
 	})
 	start := time.Now()
-	out, err := exec.Command(prog.Bin, "for", "1500").CombinedOutput()
+	out, err := exec.Command(prog.Bin, "for", "2000").CombinedOutput()
 	require.NoError(t, err, "%s: %s", prog.Bin, out)
 	lived := time.Since(start)
 	require.NoError(t, os.Remove(prog.Bin))
