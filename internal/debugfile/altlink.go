@@ -293,10 +293,7 @@ func (n Names) Name(e *dwarf.Entry) (name, linkage string, err error) {
 		if name != "" && linkage != "" {
 			return name, linkage, nil
 		}
-		f := e.AttrField(dwarf.AttrAbstractOrigin)
-		if f == nil {
-			f = e.AttrField(dwarf.AttrSpecification)
-		}
+		f := Origin(e)
 		if f == nil {
 			return name, linkage, nil
 		}
@@ -308,6 +305,16 @@ func (n Names) Name(e *dwarf.Entry) (name, linkage string, err error) {
 		return name, linkage, errors.New("DWARF reference chain too deep (a loop?)")
 	}
 	return name, linkage, nil
+}
+
+// Origin returns the attribute an entry takes its names from when it has
+// none of its own: DW_AT_abstract_origin, else DW_AT_specification (nil
+// when it has neither).
+func Origin(e *dwarf.Entry) *dwarf.Field {
+	if f := e.AttrField(dwarf.AttrAbstractOrigin); f != nil {
+		return f
+	}
+	return e.AttrField(dwarf.AttrSpecification)
 }
 
 // str reads a string attribute of an entry of the main file (or of the

@@ -442,10 +442,7 @@ func sameFileOrigin(e *dwarf.Entry) (dwarf.Offset, bool) {
 			return 0, false
 		}
 	}
-	f := e.AttrField(dwarf.AttrAbstractOrigin)
-	if f == nil {
-		f = e.AttrField(dwarf.AttrSpecification)
-	}
+	f := debugfile.Origin(e)
 	if f == nil {
 		return 0, false
 	}
