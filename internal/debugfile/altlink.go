@@ -30,6 +30,48 @@ const maxAltLinkSection = 8 << 10
 type AltLink struct {
 	Path    string
 	BuildID string // lower-case hex
+	// Sup: the link is DWARF 5's .debug_sup, whose checksum (BuildID)
+	// the supplementary file states in its own .debug_sup (dwz --dwarf-5
+	// writes it without a GNU build ID note).
+	Sup bool
+}
+
+// debugSup is a .debug_sup section: in a file that refers to a
+// supplementary file (isSupplementary false), the file's name and
+// checksum; in the supplementary file itself, its checksum.
+type debugSup struct {
+	isSupplementary bool
+	name            string
+	checksum        string // lower-case hex
+}
+
+// readDebugSup parses a .debug_sup section: version (2 bytes, 5),
+// is_supplementary (1), filename (NUL-terminated), checksum length
+// (ULEB128), checksum.
+func readDebugSup(s *elf.Section) (debugSup, error) {
+	data, err := readSmall(s)
+	if err != nil {
+		return debugSup{}, err
+	}
+	if len(data) < 4 || data[2] > 1 {
+		return debugSup{}, errors.New(".debug_sup: malformed")
+	}
+	sup := debugSup{isSupplementary: data[2] == 1}
+	rest := data[3:]
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 || (i == 0 && !sup.isSupplementary) {
+		return debugSup{}, errors.New(".debug_sup: malformed")
+	}
+	sup.name = string(rest[:i])
+	n, k := binary.Uvarint(rest[i+1:])
+	if k <= 0 || n > uint64(len(rest[i+1+k:])) {
+		return debugSup{}, errors.New(".debug_sup: malformed checksum")
+	}
+	sup.checksum = hex.EncodeToString(rest[i+1+k : i+1+k+int(n)])
+	if !ValidBuildID(sup.checksum) {
+		return debugSup{}, errors.New(".debug_sup: malformed checksum")
+	}
+	return sup, nil
 }
 
 // ReadAltLink returns the alternate file a debug file refers to.
@@ -50,30 +92,14 @@ func ReadAltLink(f *elf.File) (AltLink, error) {
 		return link, nil
 	}
 	if s := f.Section(".debug_sup"); s != nil && s.Type != elf.SHT_NOBITS {
-		data, err := readSmall(s)
+		sup, err := readDebugSup(s)
 		if err != nil {
 			return AltLink{}, err
 		}
-		// version (2 bytes), is_supplementary (1), filename (NUL-terminated),
-		// checksum length (ULEB128), checksum.
-		if len(data) < 4 || data[2] != 0 {
+		if sup.isSupplementary {
 			return AltLink{}, errors.New(".debug_sup: not a reference to a supplementary file")
 		}
-		rest := data[3:]
-		i := bytes.IndexByte(rest, 0)
-		if i <= 0 {
-			return AltLink{}, errors.New(".debug_sup: malformed")
-		}
-		name := string(rest[:i])
-		n, k := binary.Uvarint(rest[i+1:])
-		if k <= 0 || n > uint64(len(rest[i+1+k:])) {
-			return AltLink{}, errors.New(".debug_sup: malformed checksum")
-		}
-		link := AltLink{Path: name, BuildID: hex.EncodeToString(rest[i+1+k : i+1+k+int(n)])}
-		if !ValidBuildID(link.BuildID) {
-			return AltLink{}, errors.New(".debug_sup: malformed checksum")
-		}
-		return link, nil
+		return AltLink{Path: sup.name, BuildID: sup.checksum, Sup: true}, nil
 	}
 	return AltLink{}, ErrNoAltLink
 }
@@ -136,7 +162,7 @@ func OpenAlt(link AltLink, selfBuildID, debugFileDir string, debugDirs []string,
 			}
 			continue
 		}
-		alt, err := loadAlt(f, link.BuildID, maxSize)
+		alt, err := loadAlt(f, link, maxSize)
 		f.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
@@ -150,17 +176,14 @@ func OpenAlt(link AltLink, selfBuildID, debugFileDir string, debugDirs []string,
 	return nil, errors.Join(errs...)
 }
 
-func loadAlt(r io.ReaderAt, buildID string, maxSize int64) (*Alt, error) {
+func loadAlt(r io.ReaderAt, link AltLink, maxSize int64) (*Alt, error) {
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := BuildID(ef)
+	id, err := altIdentity(ef, link)
 	if err != nil {
 		return nil, err
-	}
-	if id != buildID {
-		return nil, fmt.Errorf("build ID %s, want %s", id, buildID)
 	}
 	if _, err := ReadAltLink(ef); err == nil {
 		return nil, errors.New("an alternate file that refers to another: not followed")
@@ -185,6 +208,30 @@ func loadAlt(r io.ReaderAt, buildID string, maxSize int64) (*Alt, error) {
 		}
 	}
 	return &Alt{BuildID: id, Data: d, str: str}, nil
+}
+
+// altIdentity returns the identity of a candidate alternate file when it
+// is the one link refers to: its GNU build ID, or, for a .debug_sup link,
+// the checksum of its own .debug_sup (marked supplementary).
+func altIdentity(ef *elf.File, link AltLink) (string, error) {
+	id, err := BuildID(ef)
+	if err == nil && id == link.BuildID {
+		return id, nil
+	}
+	if s := ef.Section(".debug_sup"); link.Sup && s != nil && s.Type != elf.SHT_NOBITS {
+		sup, err := readDebugSup(s)
+		if err != nil {
+			return "", err
+		}
+		if !sup.isSupplementary || sup.checksum != link.BuildID {
+			return "", fmt.Errorf(".debug_sup checksum %s (supplementary: %v), want %s", sup.checksum, sup.isSupplementary, link.BuildID)
+		}
+		return sup.checksum, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("build ID %s, want %s", id, link.BuildID)
 }
 
 // String returns the string at off in the alternate's `.debug_str`
@@ -246,10 +293,7 @@ func (n Names) Name(e *dwarf.Entry) (name, linkage string, err error) {
 		if name != "" && linkage != "" {
 			return name, linkage, nil
 		}
-		f := e.AttrField(dwarf.AttrAbstractOrigin)
-		if f == nil {
-			f = e.AttrField(dwarf.AttrSpecification)
-		}
+		f := Origin(e)
 		if f == nil {
 			return name, linkage, nil
 		}
@@ -261,6 +305,16 @@ func (n Names) Name(e *dwarf.Entry) (name, linkage string, err error) {
 		return name, linkage, errors.New("DWARF reference chain too deep (a loop?)")
 	}
 	return name, linkage, nil
+}
+
+// Origin returns the attribute an entry takes its names from when it has
+// none of its own: DW_AT_abstract_origin, else DW_AT_specification (nil
+// when it has neither).
+func Origin(e *dwarf.Entry) *dwarf.Field {
+	if f := e.AttrField(dwarf.AttrAbstractOrigin); f != nil {
+		return f
+	}
+	return e.AttrField(dwarf.AttrSpecification)
 }
 
 // str reads a string attribute of an entry of the main file (or of the

@@ -210,3 +210,83 @@ func TestNamesReferenceLoopEnds(t *testing.T) {
 		t.Fatalf("a reference loop: %v", err)
 	}
 }
+
+// TestDebugSupLink: DWARF 5's .debug_sup as dwz --dwarf-5 writes it (dwz
+// 0.15, run here over two gcc -gdwarf-5 programs): the program's section
+// names the supplementary file and its checksum, the supplementary file
+// has no GNU build ID and states the same checksum in its own .debug_sup
+// (marked supplementary). OpenAlt takes it by that checksum, reads names
+// through DW_FORM_strp_sup and DW_FORM_ref_sup4, and refuses a file whose
+// checksum differs.
+func TestDebugSupLink(t *testing.T) {
+	need(t, "gcc")
+	need(t, "dwz")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "sup.c")
+	if err := os.WriteFile(src, []byte("static inline int nxv_sup_hot(int x) { for (int i = 0; i < 64; i++) x = x * 7 + i; return x; }\n"+
+		"__attribute__((noinline)) int nxv_sup_caller(int x) { return nxv_sup_hot(x) + 1; }\n"+
+		"int main(int argc, char **argv) { (void)argv; return nxv_sup_caller(argc) & 1; }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var bins []string
+	for _, v := range []string{"1", "2"} {
+		bin := filepath.Join(dir, "sup"+v)
+		run(t, "gcc", "-g", "-gdwarf-5", "-O2", "-Wl,--build-id", "-DNXV_V="+v, "-o", bin, src)
+		bins = append(bins, bin)
+	}
+	common := filepath.Join(dir, "common.debug")
+	run(t, "dwz", append([]string{"-m", common, "-M", common, "--dwarf-5"}, bins...)...)
+
+	f, err := elf.Open(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Section(".debug_sup") == nil || f.Section(".gnu_debugaltlink") != nil {
+		t.Fatal("dwz --dwarf-5 wrote no .debug_sup")
+	}
+	link, err := ReadAltLink(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link.Path != common || !link.Sup || len(link.BuildID) != 40 {
+		t.Fatalf("link %+v", link)
+	}
+	cf, err := elf.Open(common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildID(cf); err == nil {
+		t.Log("the supplementary file has a GNU build ID (this dwz writes one)")
+	}
+	cf.Close()
+	self, _ := BuildID(f)
+	alt, err := OpenAlt(link, self, dir, nil, os.Open, 64<<20)
+	if err != nil {
+		t.Fatalf("the supplementary file: %v", err)
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	r := d.Reader()
+	for e, err := r.Next(); e != nil && err == nil; e, err = r.Next() {
+		if e.Tag != dwarf.TagSubprogram && e.Tag != dwarf.TagInlinedSubroutine {
+			continue
+		}
+		if n, _, err := (Names{Main: d, Alt: alt}).Name(e); err == nil {
+			found[n] = true
+		}
+	}
+	if !found["nxv_sup_hot"] || !found["nxv_sup_caller"] {
+		t.Fatalf("names through the supplementary file: %v", found)
+	}
+
+	// Another checksum: refused.
+	wrong := link
+	wrong.BuildID = strings.Repeat("ab", 20)
+	if _, err := OpenAlt(wrong, self, dir, nil, os.Open, 64<<20); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("a supplementary file of another checksum: %v", err)
+	}
+}

@@ -27,10 +27,10 @@ func TestLoadConfig(t *testing.T) {
 		expected    *Config
 		errContains string
 	}{
-		{id: component.NewID(metadata.Type), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
-		{id: component.NewIDWithName(metadata.Type, "small"), expected: &Config{CacheSizeMiB: 8, MaxFileSizeMiB: 100, DebugDirs: []string{"/var/lib/nxv-debug", "/opt/debug"}, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
-		{id: component.NewIDWithName(metadata.Type, "bounds"), expected: &Config{CacheSizeMiB: 4096, MaxFileSizeMiB: 1, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
-		{id: component.NewIDWithName(metadata.Type, "debuginfod"), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, Debuginfod: debugfile.DebuginfodConfig{
+		{id: component.NewID(metadata.Type), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, LoadWait: 2 * time.Second, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "small"), expected: &Config{CacheSizeMiB: 8, MaxFileSizeMiB: 100, DebugDirs: []string{"/var/lib/nxv-debug", "/opt/debug"}, LoadWait: 500 * time.Millisecond, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "bounds"), expected: &Config{CacheSizeMiB: 4096, MaxFileSizeMiB: 1, LoadWait: 2 * time.Second, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "debuginfod"), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, LoadWait: 2 * time.Second, Debuginfod: debugfile.DebuginfodConfig{
 			URLs: []string{"https://debuginfod.debian.net"}, Timeout: 5 * time.Second, MaxFileSizeMiB: 256, MaxConcurrent: 1,
 			CacheDir: "/var/cache/nxv", CacheSizeMiB: 512, NegativeCacheTTL: time.Hour,
 		}}},
@@ -40,6 +40,9 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "cache_too_large"), errContains: "cache_size_mib: must be between 1 and 4096, got 4097"},
 		{id: component.NewIDWithName(metadata.Type, "file_zero"), errContains: "max_file_size_mib: must be between 1 and 65536, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "file_negative"), errContains: "max_file_size_mib: must be between 1 and 65536, got -1"},
+		{id: component.NewIDWithName(metadata.Type, "no_wait"), expected: &Config{CacheSizeMiB: 64, MaxFileSizeMiB: 1024, Debuginfod: debugfile.DefaultDebuginfodConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "wait_negative"), errContains: "load_wait: must be between 0s and 1m0s, got -1s"},
+		{id: component.NewIDWithName(metadata.Type, "wait_too_long"), errContains: "load_wait: must be between 0s and 1m0s, got 2m0s"},
 		{id: component.NewIDWithName(metadata.Type, "debug_dir_relative"), errContains: `debug_dirs[1]: must be an absolute path, got "debug"`},
 	}
 	for _, tt := range tests {

@@ -117,7 +117,7 @@ func TestSymbolizeVDSO(t *testing.T) {
 	m := b.mapping(mappingSpec{name: "linux-vdso.1.so", start: start, end: end, offset: off, htlhash: id.StringNoQuotes()})
 	loc := b.location(m, addr+4, "native")
 	b.process(pid, "/usr/bin/sleep", []int32{loc})
-	p, tt := newMeteredProcessor(t, createDefaultConfig().(*Config))
+	p, tt := newMeteredProcessor(t, testConfig())
 	process(t, p, b.pd)
 
 	got := allNames(b.pd, loc)
@@ -153,7 +153,7 @@ func TestSymbolizeMiniDebugInfo(t *testing.T) {
 	m := b.mapping(mappingSpec{name: bin, start: start, end: end, offset: off, gnuBuildID: gnuID(t, bin)})
 	loc := b.location(m, leaf+4, "native")
 	b.process(0, bin, []int32{loc})
-	p, tt := newMeteredProcessor(t, createDefaultConfig().(*Config))
+	p, tt := newMeteredProcessor(t, testConfig())
 	process(t, p, b.pd)
 
 	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", bin}}, names(b.pd, loc))
@@ -181,7 +181,7 @@ func TestSymbolizeDebuginfod(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cfg := createDefaultConfig().(*Config)
+	cfg := testConfig()
 	cfg.Debuginfod.URLs = []string{srv.URL}
 	cfg.Debuginfod.CacheDir = filepath.Join(dir, "cache")
 	p, tt := newMeteredProcessor(t, cfg)
@@ -254,7 +254,7 @@ func TestSymbolizeDWZ(t *testing.T) {
 	m := b.mapping(mappingSpec{name: lib, start: start, end: end, offset: off, gnuBuildID: id})
 	loc := b.location(m, addr, "native")
 	b.process(0, lib, []int32{loc})
-	p, tt := newMeteredProcessor(t, createDefaultConfig().(*Config))
+	p, tt := newMeteredProcessor(t, testConfig())
 	process(t, p, b.pd)
 
 	got := allNames(b.pd, loc)
@@ -315,7 +315,7 @@ func TestSymbolizeMiniDebugInfoBomb(t *testing.T) {
 	m := b.mapping(mappingSpec{name: bin, start: start, end: end, offset: off, gnuBuildID: gnuID(t, bin)})
 	loc := b.location(m, leaf+4, "native")
 	b.process(0, bin, []int32{loc})
-	cfg := createDefaultConfig().(*Config)
+	cfg := testConfig()
 	cfg.MaxFileSizeMiB = 1
 	p, tt := newMeteredProcessor(t, cfg)
 	process(t, p, b.pd)

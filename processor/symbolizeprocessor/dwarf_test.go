@@ -100,7 +100,7 @@ func TestDWARFInlinedFromDebugLink(t *testing.T) {
 
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
 	process(t, proc, pd)
 
 	checkInlined(t, p, pd, locs, addrs)
@@ -139,7 +139,7 @@ func TestDWARFInlinedByBuildID(t *testing.T) {
 
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	cfg := createDefaultConfig().(*Config)
+	cfg := testConfig()
 	cfg.DebugDirs = []string{bad, good}
 	process(t, newTestProcessorWith(t, cfg, metadatatest.NewSettings(tt)), pd)
 
@@ -233,7 +233,7 @@ func TestDWARFMalformed(t *testing.T) {
 			pd, locs := p.batch(t, 0, addrs[:1])
 			tt := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-			process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+			process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt)), pd)
 			got, _ := frames(pd, locs[0])
 			assert.Equal(t, []dwarftest.Frame{{Name: "nxv_inl_caller", File: "inl"}}, got, "named from the debug file's symbol table")
 			metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
@@ -333,7 +333,7 @@ func TestDWARFInProcessRoot(t *testing.T) {
 	b.process(pid, "", locs)
 	set := processortest.NewNopSettings(metadata.Type)
 	set.Logger = zaptest.NewLogger(t)
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), set), b.pd)
+	process(t, newTestProcessorWith(t, testConfig(), set), b.pd)
 	checkInlined(t, p, b.pd, locs, addrs)
 }
 
@@ -355,7 +355,7 @@ func TestDWARFBoundedByCache(t *testing.T) {
 	pd, locs := p.batch(t, 0, addrs[:1])
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	proc := newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt))
+	proc := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
 	proc.limits.indexBytes = 1 << 10
 	require.Greater(t, len(dwarftest.SectionData(t, p.Debug, ".debug_info")), 1<<10, "the program's DWARF is larger than the bound")
 	process(t, proc, pd)
@@ -399,16 +399,40 @@ func TestDWARFVersionsAndCompression(t *testing.T) {
 }
 
 // TestDWARFDWZ: a program whose DWARF dwz moved partly into a common
-// alternate file (.gnu_debugaltlink, not read yet) is counted as dwz; its
-// frames get what its own DWARF gives: the caller of the inlined function
-// (named from the symbol table), at the call's line, with no nameless
-// frame for the inlined function.
+// alternate file, made by the test with dwz: DWARF 4's form of the link
+// (.gnu_debugaltlink, DW_FORM_GNU_ref_alt and DW_FORM_GNU_strp_alt, what
+// dwz writes by default) and DWARF 5's (dwz --dwarf-5: .debug_sup in both
+// files, DW_FORM_ref_sup4 and DW_FORM_strp_sup, the alternate identified
+// by the checksum of .debug_sup, as it has no GNU build ID). With the
+// alternate file where the link says, the inlined function is named from
+// it and the frames are counted as dwz; without it, the frames get what
+// the program's own DWARF gives (the caller, named from the symbol table,
+// at the call's line, no nameless frame for the inlined function) and the
+// file is counted as a dwz failure.
 func TestDWARFDWZ(t *testing.T) {
-	a := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=1")
-	b := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=2")
-	common := filepath.Join(t.TempDir(), "common.dwz")
-	dwarftest.Run(t, "dwz", "-m", common, "-M", common, a.Full, b.Full)
-	require.NotNil(t, dwarftest.SectionData(t, a.Full, ".gnu_debugaltlink"))
+	for _, tc := range []struct {
+		name    string
+		dwzArgs []string
+		section string
+	}{
+		{"gnu_debugaltlink", nil, ".gnu_debugaltlink"},
+		{"debug_sup", []string{"--dwarf-5"}, ".debug_sup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=1", "-gdwarf-5")
+			b := buildInlProgram(t, t.TempDir(), false, "-DNXV_OTHER=2", "-gdwarf-5")
+			common := filepath.Join(t.TempDir(), "common.dwz")
+			dwarftest.Run(t, "dwz", append([]string{"-m", common, "-M", common}, append(tc.dwzArgs, a.Full, b.Full)...)...)
+			require.NotNil(t, dwarftest.SectionData(t, a.Full, tc.section), "dwz wrote %s", tc.section)
+			checkDWZ(t, a, common)
+		})
+	}
+}
+
+// checkDWZ checks the frames of a program that dwz linked to the
+// alternate file common: with it, then without it.
+func checkDWZ(t *testing.T, a inlProgram, common string) {
+	t.Helper()
 	addrs := dwarftest.InlinedAddrs(t, a.Oracle, "nxv_inl_hot")
 	q := a
 	q.Bin = a.Full
@@ -419,7 +443,7 @@ func TestDWARFDWZ(t *testing.T) {
 	pd, locs := q.batch(t, 0, addrs[:1])
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt)), pd)
+	process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt)), pd)
 	got, _ := frames(pd, locs[0])
 	assert.Equal(t, want, got, "the inlined function and its caller")
 	metadatatest.AssertEqualProcessorSymbolizeFramesNamed(t, tt, []metricdata.DataPoint[int64]{
@@ -431,7 +455,7 @@ func TestDWARFDWZ(t *testing.T) {
 	pd, locs = q.batch(t, 0, addrs[:1])
 	tt2 := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt2.Shutdown(context.Background())) })
-	process(t, newTestProcessorWith(t, createDefaultConfig().(*Config), metadatatest.NewSettings(tt2)), pd)
+	process(t, newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt2)), pd)
 	got, _ = frames(pd, locs[0])
 	assert.Equal(t, want[1:], got, "the caller at the call's line")
 	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt2, []metricdata.DataPoint[int64]{

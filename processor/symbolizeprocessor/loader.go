@@ -25,9 +25,10 @@ type loadRequest struct {
 }
 
 // loader reads newly seen files one at a time in a goroutine of its own,
-// so that reading and indexing a large file never holds up a batch (nor
-// the processor's lock): the batch that saw the file goes out without its
-// names, later ones get them. One file at a time bounds the memory of the
+// so that reading and indexing a large file never holds up a batch that
+// does not need it (nor the processor's lock): a batch that needs a file
+// being read waits for it, outside the lock, at most load_wait (then goes
+// out without its names: later ones get them). One file at a time bounds the memory of the
 // sections being read to one file's. A file is read twice: first its symbol
 // table alone (milliseconds: the next batch has its names), then, once no
 // other file waits for its first reading, its debug files and DWARF (which
@@ -36,16 +37,21 @@ type loadRequest struct {
 // their DWARF. The goroutine starts with the first
 // file asked for and ends at the processor's shutdown.
 type loader struct {
-	p       *symbolizeProcessor
-	queue   chan loadRequest // first readings
-	second  chan loadRequest // second readings
-	quit    chan struct{}
-	done    sync.WaitGroup // the goroutine
-	work    sync.WaitGroup // requests not finished
-	mu      sync.Mutex     // guards waiting, started, stopped
-	waiting map[string]bool
+	p      *symbolizeProcessor
+	queue  chan loadRequest // first readings
+	second chan loadRequest // second readings
+	quit   chan struct{}
+	done   sync.WaitGroup // the goroutine
+	work   sync.WaitGroup // requests not finished
+	mu     sync.Mutex     // guards waiting, started, stopped
+	// waiting holds the files asked for and not read in full yet, each
+	// with a channel closed when its last reading is over (its symbols,
+	// or its failure, are then in the cache).
+	waiting map[string]chan struct{}
 	started bool // the goroutine runs (from the first file asked for)
 	stopped bool
+	// beforeLoad, when set (by tests), is called before each reading.
+	beforeLoad func(loadRequest)
 }
 
 func newLoader(p *symbolizeProcessor) *loader {
@@ -54,13 +60,20 @@ func newLoader(p *symbolizeProcessor) *loader {
 		queue:   make(chan loadRequest, maxPendingLoads),
 		second:  make(chan loadRequest, maxPendingLoads),
 		quit:    make(chan struct{}),
-		waiting: map[string]bool{},
+		waiting: map[string]chan struct{}{},
 	}
 	return l
 }
 
 // pending tells whether a file identity is queued or being read.
 func (l *loader) pending(key string) bool {
+	return l.finished(key) != nil
+}
+
+// finished returns the channel closed when a file asked for has been read in
+// full (both readings, or the one that failed or ended it), nil when the
+// file is not waiting.
+func (l *loader) finished(key string) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.waiting[key]
@@ -71,7 +84,7 @@ func (l *loader) pending(key string) bool {
 func (l *loader) enqueue(req loadRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting[req.key] || l.stopped {
+	if _, ok := l.waiting[req.key]; ok || l.stopped {
 		return
 	}
 	if !l.started {
@@ -82,7 +95,7 @@ func (l *loader) enqueue(req loadRequest) {
 	l.work.Add(1)
 	select {
 	case l.queue <- req:
-		l.waiting[req.key] = true
+		l.waiting[req.key] = make(chan struct{})
 	default:
 		l.work.Done()
 	}
@@ -104,20 +117,28 @@ func (l *loader) run() {
 			case req = <-l.second:
 			}
 		}
+		if l.beforeLoad != nil {
+			l.beforeLoad(req)
+		}
 		syms, failures := l.load(req)
 		l.p.loaded(req, syms, failures)
+		again := false
+		l.mu.Lock()
 		if syms != nil && !req.full && !l.p.limits.symtabOnly {
 			req.full = true
-			l.mu.Lock()
 			select {
 			case l.second <- req:
 				l.work.Add(1)
+				again = true
 			default: // too many waiting: the symbol table stays
 			}
-			l.mu.Unlock()
 		}
-		l.mu.Lock()
-		delete(l.waiting, req.key)
+		if !again {
+			if ch, ok := l.waiting[req.key]; ok {
+				close(ch)
+				delete(l.waiting, req.key)
+			}
+		}
 		l.mu.Unlock()
 		l.work.Done()
 	}
@@ -152,4 +173,11 @@ func (l *loader) stop() {
 	close(l.quit)
 	l.mu.Unlock()
 	l.done.Wait()
+	// Batches waiting for files that will not be read go on.
+	l.mu.Lock()
+	for key, ch := range l.waiting {
+		close(ch)
+		delete(l.waiting, key)
+	}
+	l.mu.Unlock()
 }

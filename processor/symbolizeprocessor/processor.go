@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -38,6 +39,9 @@ type symbolizeProcessor struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	limits    loadLimits
+	// loadWait is how long a batch waits for the files it needs that are
+	// being read (load_wait).
+	loadWait time.Duration
 	// held are the executables the profiling receiver holds open
 	// (debugfile.Held; a test's own).
 	held *debugfile.HeldFiles
@@ -65,8 +69,9 @@ func newSymbolizeProcessor(set processor.Settings, cfg *Config) (*symbolizeProce
 			debugDirs:   cfg.DebugDirs,
 			debuginfod:  client,
 		},
-		held:  debugfile.Held,
-		cache: newSymtabCache(cfg.CacheSizeMiB << 20),
+		loadWait: cfg.LoadWait,
+		held:     debugfile.Held,
+		cache:    newSymtabCache(cfg.CacheSizeMiB << 20),
 	}
 	p.load = newLoader(p)
 	return p, nil
@@ -97,22 +102,61 @@ type mappingState struct {
 	syms     *symbols
 	resolved bool // looked up (syms nil: not symbolized)
 	reload   bool // read again: its debug file was fetched since
-	procs    []procRef
+	// loading is the loader's channel closed once the file is read, for a
+	// file that has no symbols in the cache yet (the batch waits for it).
+	loading <-chan struct{}
+	procs   []procRef
 }
 
 // processProfiles gives every native frame of the batch that has a mapping
 // and no line its lines (innermost first: the inlined calls, then the
 // function) where the mapped file's symbols are loaded. Files not loaded
-// yet are handed to the loader, which reads them off the batch's path: a
-// later batch gets their names.
+// yet are handed to the loader, which reads them off the processor's lock;
+// the batch waits for them, at most load_wait, and goes out without the
+// names of those still being read then (a later batch gets them). A batch
+// that needs no file being read does not wait.
 func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	b := newBatch(pd)
 	cands := b.candidates()
 	if len(cands) == 0 {
+		p.mu.Unlock()
 		return pd, nil
 	}
+	waits := p.resolve(b)
+	if len(waits) > 0 && p.loadWait > 0 {
+		p.mu.Unlock()
+		p.waitLoads(ctx, waits)
+		p.mu.Lock()
+		for mi := range b.maps {
+			if m := &b.maps[mi]; m.loading != nil {
+				m.syms, _ = p.cache.get(m.key)
+			}
+		}
+	}
+	defer p.mu.Unlock()
+	named := map[string]int64{} // by source
+	var unnamed int64
+	for _, li := range cands {
+		loc := b.locs.At(int(li))
+		m := &b.maps[loc.MappingIndex()]
+		if !b.symbolize(loc, m, p.cache, named) {
+			unnamed++
+		}
+	}
+	for src, n := range named {
+		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
+	}
+	if unnamed > 0 {
+		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
+	}
+	return pd, nil
+}
+
+// resolve finds the batch's mappings' symbols in the cache and hands the
+// files not there to the loader. It returns the channels of the files the
+// batch needs that are being read (closed once each is read). p.mu is held.
+func (p *symbolizeProcessor) resolve(b *batch) []<-chan struct{} {
 	missing := false
 	for mi := range b.maps {
 		m := &b.maps[mi]
@@ -135,8 +179,13 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			missing = true
 			continue
 		}
-		if syms != nil || failed || p.load.pending(m.key) {
+		if syms != nil || failed {
 			m.syms, m.resolved = syms, true
+			continue
+		}
+		if ch := p.load.finished(m.key); ch != nil {
+			// Asked for by an earlier batch, not read yet.
+			m.resolved, m.loading = true, ch
 			continue
 		}
 		missing = true
@@ -147,26 +196,36 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 			m := &b.maps[mi]
 			if m.needed && (!m.resolved || m.reload) {
 				p.load.enqueue(loadRequest{key: m.key, id: m.id, name: m.name, procs: m.procs, full: m.reload})
+				if !m.reload {
+					m.loading = p.load.finished(m.key) // nil: the loader's queue is full
+				}
 				m.resolved = true
 			}
 		}
 	}
-	named := map[string]int64{} // by source
-	var unnamed int64
-	for _, li := range cands {
-		loc := b.locs.At(int(li))
-		m := &b.maps[loc.MappingIndex()]
-		if !b.symbolize(loc, m, p.cache, named) {
-			unnamed++
+	var waits []<-chan struct{}
+	for mi := range b.maps {
+		if ch := b.maps[mi].loading; ch != nil {
+			waits = append(waits, ch)
 		}
 	}
-	for src, n := range named {
-		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
+	return waits
+}
+
+// waitLoads waits until every channel is closed, load_wait has passed, or
+// ctx is done, whichever comes first.
+func (p *symbolizeProcessor) waitLoads(ctx context.Context, waits []<-chan struct{}) {
+	timer := time.NewTimer(p.loadWait)
+	defer timer.Stop()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
-	if unnamed > 0 {
-		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
-	}
-	return pd, nil
 }
 
 // symbolize gives a location its lines from its mapping's symbols, and

@@ -28,7 +28,17 @@ import (
 
 func newTestProcessor(tb testing.TB) *symbolizeProcessor {
 	tb.Helper()
-	return newTestProcessorWith(tb, createDefaultConfig().(*Config), processortest.NewNopSettings(metadata.Type))
+	return newTestProcessorWith(tb, testConfig(), processortest.NewNopSettings(metadata.Type))
+}
+
+// testConfig is the default configuration with load_wait 0: the batches of
+// the tests that use it go out without waiting for the files they are the
+// first to hold, so that what each batch names does not depend on how fast
+// the loader is (TestLoadWait* test the wait).
+func testConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.LoadWait = 0
+	return cfg
 }
 
 func newTestProcessorWith(tb testing.TB, cfg *Config, set processor.Settings) *symbolizeProcessor {
@@ -309,23 +319,23 @@ func TestSymbolizeThroughFactory(t *testing.T) {
 
 	sink := new(consumertest.ProfilesSink)
 	f := NewFactory().(xprocessor.Factory)
-	proc, err := f.CreateProfiles(context.Background(), processortest.NewNopSettings(metadata.Type), f.CreateDefaultConfig(), sink)
+	cfg := f.CreateDefaultConfig().(*Config)
+	require.Equal(t, 2*time.Second, cfg.LoadWait)
+	cfg.LoadWait = time.Minute // its default, 2 s, could run out on a loaded machine
+	proc, err := f.CreateProfiles(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, proc.Start(context.Background(), nil))
 	require.True(t, proc.Capabilities().MutatesData)
-	// The first batch goes out at once, without the names of the file it
-	// is the first to hold (read off its path); a later one gets them.
+	// The first batch waits for the file it is the first to hold (read by
+	// the loader, off the processor's lock) and is named.
 	first := pprofile.NewProfiles()
 	pd.CopyTo(first)
 	require.NoError(t, proc.ConsumeProfiles(context.Background(), first))
 	require.Len(t, sink.AllProfiles(), 1)
-	assert.Equal(t, []frameName{{}}, names(sink.AllProfiles()[0], leaf))
-	require.Eventually(t, func() bool {
-		next := pprofile.NewProfiles()
-		pd.CopyTo(next)
-		require.NoError(t, proc.ConsumeProfiles(context.Background(), next))
-		return names(next, leaf)[0].name != ""
-	}, 30*time.Second, 10*time.Millisecond, "a later batch is named")
+	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(sink.AllProfiles()[0], leaf))
+	next := pprofile.NewProfiles()
+	pd.CopyTo(next)
+	require.NoError(t, proc.ConsumeProfiles(context.Background(), next))
 	require.NoError(t, proc.Shutdown(context.Background()))
 	last := sink.AllProfiles()[len(sink.AllProfiles())-1]
 	assert.Equal(t, []frameName{{"nxv_leaf", "nxv_leaf", lp.bin}}, names(last, leaf))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,33 +32,36 @@ func nativeFrames(path string, files ...string) (map[string][]nativeFrame, error
 	out := map[string][]nativeFrame{}
 	seen := map[string]bool{}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
-		d := pd.Dictionary()
-		str := dictString(d)
-		for _, loc := range d.LocationTable().All() {
-			name, ok := mappingFile(d, loc)
-			if !ok {
-				continue
-			}
-			want := false
-			for _, f := range files {
-				want = want || name == f
-			}
-			if !want {
-				continue
-			}
-			nf := nativeFrame{mapping: name, addr: loc.Address()}
-			for _, ln := range loc.Lines().All() {
-				f := d.FunctionTable().At(int(ln.FunctionIndex()))
-				nf.lines = append(nf.lines, dwarftest.Frame{Name: str(f.NameStrindex()), File: dwarftest.BaseName(str(f.FilenameStrindex())), Line: ln.Line()})
-			}
-			key := fmt.Sprintf("%s %x %v", name, nf.addr, nf.lines)
+		for _, nf := range batchFrames(pd, files...) {
+			key := fmt.Sprintf("%s %x %v", nf.mapping, nf.addr, nf.lines)
 			if !seen[key] {
 				seen[key] = true
-				out[name] = append(out[name], nf)
+				out[nf.mapping] = append(out[nf.mapping], nf)
 			}
 		}
 	})
 	return out, err
+}
+
+// batchFrames returns the locations of one request whose mapping's file
+// name is one of files, with their lines.
+func batchFrames(pd pprofile.Profiles, files ...string) []nativeFrame {
+	var out []nativeFrame
+	d := pd.Dictionary()
+	str := dictString(d)
+	for _, loc := range d.LocationTable().All() {
+		name, ok := mappingFile(d, loc)
+		if !ok || !slices.Contains(files, name) {
+			continue
+		}
+		nf := nativeFrame{mapping: name, addr: loc.Address()}
+		for _, ln := range loc.Lines().All() {
+			f := d.FunctionTable().At(int(ln.FunctionIndex()))
+			nf.lines = append(nf.lines, dwarftest.Frame{Name: str(f.NameStrindex()), File: dwarftest.BaseName(str(f.FilenameStrindex())), Line: ln.Line()})
+		}
+		out = append(out, nf)
+	}
+	return out
 }
 
 // dictString returns the string of an index of a dictionary ("" outside it).

@@ -258,12 +258,19 @@ func startAgent(t *testing.T, srv *ingest.Server, extra ...string) (string, *tes
 // (testenv.CollectorOptions.Wrap; nil: directly).
 func startAgentWith(t testing.TB, srv *ingest.Server, wrap []string, extra ...string) (string, *testenv.Process) {
 	t.Helper()
+	return startAgentEvery(t, srv, wrap, "2s", extra...)
+}
+
+// startAgentEvery is startAgentWith with the receiver's reporter_interval
+// set to interval.
+func startAgentEvery(t testing.TB, srv *ingest.Server, wrap []string, interval string, extra ...string) (string, *testenv.Process) {
+	t.Helper()
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
 	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
 receivers:
   profiling:
-    reporter_interval: 2s
+    reporter_interval: %s
 exporters:
   file/e2e:
     path: %s
@@ -271,7 +278,7 @@ service:
   pipelines:
     profiles:
       exporters: [nexovue, file/e2e]
-`, sinkPath)+strings.Join(extra, "\n"))
+`, interval, sinkPath)+strings.Join(extra, "\n"))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{

@@ -17,6 +17,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 )
 
 // Frame is one function at an address: the innermost first.
@@ -229,10 +231,10 @@ type builder struct {
 	names    map[dwarf.Offset]function // DIE offset -> its names
 	demangle func(string) string
 	limit    int
-	rd       *dwarf.Reader // for abstract origins and specifications
-	// altNames names an entry whose names are in a DWZ alternate file (nil
-	// without one).
-	altNames func(*dwarf.Entry) (name, linkage string, err error)
+	// nameOf names an entry, following its abstract origin or
+	// specification (debugfile.Names.Name: into the DWZ alternate file
+	// when there is one).
+	nameOf func(*dwarf.Entry) (name, linkage string, err error)
 }
 
 func (b *builder) str(s string) uint32 {
@@ -258,15 +260,15 @@ func (b *builder) grow(n int) error {
 // subroutines of d. demangle gives a linkage name's display name. It never
 // panics: a malformed input is an error.
 func Build(d *dwarf.Data, limits Limits, demangle func(string) string) (ix *Index, err error) {
-	return BuildWithAlt(d, limits, demangle, nil)
+	return BuildWithAlt(d, limits, demangle, debugfile.Names{Main: d}.Name)
 }
 
-// BuildWithAlt is Build for DWARF that dwz compressed: the names of entries
-// that Build finds none for (their DW_AT_name, DW_AT_linkage_name or
-// DW_AT_abstract_origin in DW_FORM_GNU_strp_alt, DW_FORM_GNU_ref_alt and
-// DWARF 5's _sup forms, which debug/dwarf leaves as offsets into the
-// alternate file) come from altNames (debugfile.Names.Name).
-func BuildWithAlt(d *dwarf.Data, limits Limits, demangle func(string) string, altNames func(*dwarf.Entry) (name, linkage string, err error)) (ix *Index, err error) {
+// BuildWithAlt is Build for DWARF that dwz compressed: entries are named
+// by nameOf (debugfile.Names.Name with the alternate file), which follows
+// DW_AT_name, DW_AT_linkage_name and DW_AT_abstract_origin in
+// DW_FORM_GNU_strp_alt, DW_FORM_GNU_ref_alt and DWARF 5's _sup forms
+// (which debug/dwarf leaves as offsets) into the alternate file.
+func BuildWithAlt(d *dwarf.Data, limits Limits, demangle func(string) string, nameOf func(*dwarf.Entry) (name, linkage string, err error)) (ix *Index, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ix, err = nil, fmt.Errorf("malformed DWARF: %v", p)
@@ -279,8 +281,7 @@ func BuildWithAlt(d *dwarf.Data, limits Limits, demangle func(string) string, al
 		names:    map[dwarf.Offset]function{},
 		demangle: demangle,
 		limit:    limits.IndexBytes,
-		rd:       d.Reader(),
-		altNames: altNames,
+		nameOf:   nameOf,
 	}
 	b.str("")
 	r := d.Reader()
@@ -391,18 +392,10 @@ func (b *builder) lines(lr *dwarf.LineReader, seqs [][]row) ([][]row, error) {
 	return seqs, nil
 }
 
-// attrMIPSLinkageName is DW_AT_MIPS_linkage_name, which older compilers
-// write instead of DW_AT_linkage_name.
-const attrMIPSLinkageName = dwarf.Attr(0x2007)
-
-// maxOriginHops bounds the DW_AT_abstract_origin/DW_AT_specification chain
-// followed for a name (a loop in hostile input ends there).
-const maxOriginHops = 8
-
 // function returns the index of a DIE's function, its names found through
 // its abstract origin or specification when it has none itself.
 func (b *builder) function(e *dwarf.Entry) (uint32, error) {
-	name, sys := b.names0(e, 0)
+	name, sys := b.names0(e)
 	f := function{name: b.str(name), sys: b.str(sys)}
 	if i, ok := b.fnIdx[f]; ok {
 		return i, nil
@@ -413,57 +406,53 @@ func (b *builder) function(e *dwarf.Entry) (uint32, error) {
 	return i, b.grow(8 + 40)
 }
 
-// names0 returns a DIE's display name and system (linkage) name.
-func (b *builder) names0(e *dwarf.Entry, hops int) (name, sys string) {
-	name, sys = b.localNames(e, hops)
-	if name == "" && b.altNames != nil {
-		n, link, err := b.altNames(e)
-		switch {
-		case err != nil:
-		case link != "":
-			return b.demangle(link), link
-		case n != "":
-			return n, n
+// names0 returns a DIE's display name and system (linkage) name: its own,
+// else those its abstract origin or specification chain gives
+// (debugfile.Names, which follows references into a DWZ alternate file and
+// bounds the chain). A DIE without names of its own is named as its origin
+// in d, remembered by the origin's offset (the inlined calls of one
+// function share it).
+func (b *builder) names0(e *dwarf.Entry) (name, sys string) {
+	origin, memo := sameFileOrigin(e)
+	if memo {
+		if f, ok := b.names[origin]; ok {
+			return b.ix.strs[f.name], b.ix.strs[f.sys]
 		}
+	}
+	// A chain cut short (a loop, a missing alternate file) still gives
+	// the names found on the way.
+	n, link, _ := b.nameOf(e)
+	switch {
+	case link != "":
+		name, sys = b.demangle(link), link
+	case n != "":
+		name, sys = n, n
+	}
+	if memo {
+		b.names[origin] = function{name: b.str(name), sys: b.str(sys)}
 	}
 	return name, sys
 }
 
-// localNames is names0 within d alone.
-func (b *builder) localNames(e *dwarf.Entry, hops int) (name, sys string) {
-	name, _ = e.Val(dwarf.AttrName).(string)
-	link, _ := e.Val(dwarf.AttrLinkageName).(string)
-	if link == "" {
-		link, _ = e.Val(attrMIPSLinkageName).(string)
-	}
-	if link != "" {
-		return b.demangle(link), link
-	}
-	if name != "" {
-		return name, name
-	}
-	if hops >= maxOriginHops {
-		return "", ""
-	}
-	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
-		off, ok := e.Val(a).(dwarf.Offset)
-		if !ok {
-			continue
+// sameFileOrigin returns the offset of the entry a DIE without names of
+// its own takes them from, when that entry is in the same file.
+func sameFileOrigin(e *dwarf.Entry) (dwarf.Offset, bool) {
+	for _, a := range []dwarf.Attr{dwarf.AttrName, dwarf.AttrLinkageName, attrMIPSLinkageName} {
+		if e.AttrField(a) != nil {
+			return 0, false
 		}
-		if f, ok := b.names[off]; ok {
-			return b.ix.strs[f.name], b.ix.strs[f.sys]
-		}
-		b.rd.Seek(off)
-		o, err := b.rd.Next()
-		if err != nil || o == nil || o.Offset != off {
-			return "", ""
-		}
-		name, sys = b.names0(o, hops+1)
-		b.names[off] = function{name: b.str(name), sys: b.str(sys)}
-		return name, sys
 	}
-	return "", ""
+	f := debugfile.Origin(e)
+	if f == nil {
+		return 0, false
+	}
+	off, ok := f.Val.(dwarf.Offset)
+	return off, ok
 }
+
+// attrMIPSLinkageName is DW_AT_MIPS_linkage_name, which older compilers
+// write instead of DW_AT_linkage_name.
+const attrMIPSLinkageName = dwarf.Attr(0x2007)
 
 // code returns the address ranges of a subprogram or inlined subroutine
 // and its function (nil ranges: it has no code; a range list that cannot

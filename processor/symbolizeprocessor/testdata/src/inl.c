@@ -1,10 +1,13 @@
 // A program for the DWARF tests of the symbolize processor (and the
 // end-to-end test): a hot function that gcc -O2 inlines into its caller,
 // which is not inlined. With "wait" it prints "ready" and sleeps until
-// killed (the unit tests need a process mapping it); otherwise it burns CPU
-// in the inlined function until killed (the profiler's samples land there).
+// killed (the unit tests need a process mapping it); with "for N" it burns
+// CPU in the inlined function for N ms, then exits (a short-lived process); otherwise it burns CPU there until killed (the
+// profiler's samples land there).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile unsigned long nxv_sink;
@@ -33,6 +36,15 @@ int main(int argc, char **argv) {
 		printf("ready\n");
 		fflush(stdout);
 		for (;;) pause();
+	}
+	if (argc > 2 && strcmp(argv[1], "for") == 0) {
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do {
+			nxv_inl_caller(100);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < atol(argv[2]));
+		return 0;
 	}
 	for (;;) nxv_inl_caller(1000);
 	return 0;
