@@ -12,6 +12,8 @@ type serviceSummary struct {
 	Samples  int64   // samples of every type
 	Share    float64 // of all services' on-CPU time, in percent
 	Types    []typeSummary
+
+	cpuFromSamples, cpuFromNanos int64
 }
 
 type typeSummary struct {
@@ -56,10 +58,19 @@ func (st *store) summary(sel selection) (services []*serviceSummary, namespaces,
 			t.Samples += se.events
 			t.Total += se.values
 			s.Samples += se.events
-			cpu := se.meta.cpuNanos(se.values)
-			s.CPUNanos += cpu
-			allCPU += cpu
+			// A Go CPU profile through the pprof receiver arrives as two
+			// types, samples/count and cpu/nanoseconds, of the same CPU
+			// time: the service's is the larger of the two sums.
+			if se.meta.cpuSamples() {
+				s.cpuFromSamples += se.meta.cpuNanos(se.values)
+			} else {
+				s.cpuFromNanos += se.meta.cpuNanos(se.values)
+			}
 		}
+	}
+	for _, s := range byName {
+		s.CPUNanos = max(s.cpuFromSamples, s.cpuFromNanos)
+		allCPU += s.CPUNanos
 	}
 	for name, s := range byName {
 		for _, t := range types[name] {
