@@ -43,7 +43,9 @@ func newView(cfg *Config, set exporter.Settings) (*view, error) {
 	return &view{
 		cfg:       cfg,
 		set:       set,
-		store:     newStore(cfg.Window, int64(cfg.MaxMemoryMiB)<<20, time.Now),
+		// The aggregates are held to half the cap: Go's collector (GOGC 100)
+		// lets the heap grow to twice what is live before it collects.
+		store:     newStore(cfg.Window, int64(cfg.MaxMemoryMiB)<<20/2, time.Now),
 		telemetry: tb,
 		renders:   make(chan struct{}, cfg.MaxConcurrentRenders),
 	}, nil

@@ -112,13 +112,13 @@ func newSlot(start int64) *slot {
 // Estimated bytes of each kind of entry, map overhead included (measured by
 // BenchmarkFullWindowMemory against the estimate; see the README).
 const (
-	costString   = 64
-	costLocation = 112
-	costLine     = 40
-	costStack    = 96
-	costFrame    = 4
-	costSample   = 112
-	costSeries   = 256
+	costString   = 100
+	costLocation = 180
+	costLine     = 64
+	costStack    = 150
+	costFrame    = 8
+	costSample   = 180
+	costSeries   = 400
 )
 
 func (s *slot) str(v string) int32 {
