@@ -1,7 +1,7 @@
 // Copyright nexovue
 // SPDX-License-Identifier: Apache-2.0
 
-//go:generate mdatagen metadata.yaml
+//go:generate ../../.tools/mdatagen metadata.yaml
 
 // Package profileviewexporter keeps the most recent profiles it receives, in a
 // window bounded by time and memory, and serves them over HTTP as pprof's web
