@@ -38,7 +38,7 @@ const (
 type Config struct {
 	// ServerConfig is the page's HTTP server: endpoint (default
 	// 127.0.0.1:4390), TLS, and auth through an authenticator extension
-	// (basicauth, bearertokenauth).
+	// (bearertokenauth).
 	confighttp.ServerConfig `mapstructure:",squash"`
 	// Window is how far back the view keeps profiles.
 	Window time.Duration `mapstructure:"window"`

@@ -65,7 +65,7 @@ func (v *view) start(ctx context.Context, host component.Host) error {
 	v.server = srv
 	addr := ln.Addr().String()
 	if !isLoopback(ln.Addr()) {
-		v.set.Logger.Warn("The profile view listens on a non-loopback address: profiles reveal code paths and process details (function and file names, command lines, service names) to whoever reaches it; set auth (basicauth or bearertokenauth extension) or keep it on 127.0.0.1",
+		v.set.Logger.Warn("The profile view listens on a non-loopback address: profiles reveal code paths and process details (function and file names, command lines, service names) to whoever reaches it; set auth (e.g. the bearertokenauth extension) or keep it on 127.0.0.1",
 			zap.String("endpoint", addr))
 	}
 	v.set.Logger.Info("Profile view serving", zap.String("url", "http://"+addr+"/"))

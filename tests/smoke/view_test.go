@@ -3,6 +3,7 @@ package smoke
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -291,4 +292,61 @@ func waitSeen(t *testing.T, d time.Duration, what string, cond func() (bool, err
 		}
 		time.Sleep(time.Second) // the poll's interval, not a stand-in for a condition
 	}
+}
+
+// TestViewBearerToken: the built binary with the view on every interface
+// behind the bearertokenauth extension (its README's lines): it warns that
+// profiles reveal code paths; no token or a wrong one gets 401 and the right
+// one the index.
+func TestViewBearerToken(t *testing.T) {
+	const token = "nxv-view-token-5b1f"
+	otlpAddr, viewPort := testenv.FreeAddr(t), testenv.FreePort(t)
+	config := filepath.Join(t.TempDir(), "view.yaml")
+	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`
+extensions:
+  bearertokenauth/view:
+    token: ${env:VIEW_TOKEN}
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+exporters:
+  profileview:
+    endpoint: 0.0.0.0:%d
+    auth:
+      authenticator: bearertokenauth/view
+service:
+  extensions: [bearertokenauth/view]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [profileview]
+`, otlpAddr, viewPort)), 0o600))
+	col := testenv.StartCollector(t, config, testenv.CollectorOptions{Env: []string{"VIEW_TOKEN=" + token}})
+	require.Contains(t, col.Output(), "profiles reveal code paths and process details", "the warning for a non-loopback endpoint")
+	require.NotContains(t, col.Output(), token, "the token reached the log")
+
+	status := func(auth string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", viewPort), nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := status("")
+	require.Equal(t, http.StatusUnauthorized, code, "no token")
+	code, _ = status("Bearer wrong")
+	require.Equal(t, http.StatusUnauthorized, code, "a wrong token")
+	code, body := status("Bearer " + token)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "No profiles in the window")
 }
