@@ -107,7 +107,8 @@ func winePrefix(t *testing.T) (exe, wine, prefix string, env []string) {
 }
 
 // TestWindowsValidateUnderWine runs the cross-built Windows binary's
-// `validate` on the shipped pprof.yaml under Debian's Wine.
+// `validate` on the shipped pprof.yaml under Debian's Wine, then its profile
+// view (windows_view_test.go) in the same Wine prefix.
 func TestWindowsValidateUnderWine(t *testing.T) {
 	exe, wine, prefix, env := winePrefix(t)
 	work := t.TempDir()
@@ -126,4 +127,5 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 	if err == nil || !strings.Contains(out, "collection_intervl") {
 		t.Fatalf("validate of a misspelt pprof.yaml under wine: err=%v, want an error naming collection_intervl:\n%s", err, out)
 	}
+	t.Run("profile view", func(t *testing.T) { windowsProfileView(t, exe, wine, prefix, env) })
 }

@@ -53,11 +53,11 @@ func wineProfile() pprofile.Profiles {
 	return pd
 }
 
-// TestWindowsProfileViewUnderWine: the Windows binary, under Wine, with an
+// windowsProfileView: the Windows binary, under Wine (in the prefix of
+// TestWindowsValidateUnderWine: making one takes most of a minute), with an
 // OTLP receiver and the profile view: a profile posted over OTLP shows on
 // the index, and its flame graph page names the function.
-func TestWindowsProfileViewUnderWine(t *testing.T) {
-	exe, wine, prefix, env := winePrefix(t)
+func windowsProfileView(t *testing.T, exe, wine, prefix string, env []string) {
 	otlpAddr, viewAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	config := filepath.Join(t.TempDir(), "view.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
