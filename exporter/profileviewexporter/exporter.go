@@ -41,8 +41,8 @@ func newView(cfg *Config, set exporter.Settings) (*view, error) {
 		return nil, err
 	}
 	return &view{
-		cfg:       cfg,
-		set:       set,
+		cfg: cfg,
+		set: set,
 		// The aggregates are held to half the cap: Go's collector (GOGC 100)
 		// lets the heap grow to twice what is live before it collects.
 		store:     newStore(cfg.Window, int64(cfg.MaxMemoryMiB)<<20/2, time.Now),

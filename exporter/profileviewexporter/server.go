@@ -191,16 +191,26 @@ func (v *view) download(w http.ResponseWriter, r *http.Request) {
 	v.writeProfile(w, service, ptype, sel)
 }
 
-func (v *view) writeProfile(w http.ResponseWriter, service, ptype string, sel selection) {
+// render takes a render slot and builds the selection's profile, or answers
+// (503, 404) and returns nil. The caller releases the slot when p is not nil.
+func (v *view) render(w http.ResponseWriter, service, ptype string, sel selection) *profile.Profile {
 	if !v.acquire(w) {
+		return nil
+	}
+	p := v.store.build(service, ptype, sel)
+	if p == nil {
+		v.release()
+		http.Error(w, fmt.Sprintf("no %s profile of service %q in the window", ptype, service), http.StatusNotFound)
+	}
+	return p
+}
+
+func (v *view) writeProfile(w http.ResponseWriter, service, ptype string, sel selection) {
+	p := v.render(w, service, ptype, sel)
+	if p == nil {
 		return
 	}
 	defer v.release()
-	p := v.store.build(service, ptype, sel)
-	if p == nil {
-		http.Error(w, fmt.Sprintf("no %s profile of service %q in the window", ptype, service), http.StatusNotFound)
-		return
-	}
 	w.Header().Set("Content-Type", "application/vnd.google.protobuf+gzip")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fileName(service, ptype)))
 	if err := p.Write(w); err != nil { // gzipped
@@ -261,15 +271,11 @@ func (v *view) ui(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !v.acquire(w) {
+	p := v.render(w, service, ptype, sel)
+	if p == nil {
 		return
 	}
 	defer v.release()
-	p := v.store.build(service, ptype, sel)
-	if p == nil {
-		http.Error(w, fmt.Sprintf("no %s profile of service %q in the window", ptype, service), http.StatusNotFound)
-		return
-	}
 	handlers, err := pprofHandlers(p, service+" · "+ptype)
 	if err != nil {
 		v.set.Logger.Warn("profile view: pprof's UI could not be made", zapErr(err))

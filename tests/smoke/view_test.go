@@ -176,8 +176,9 @@ func TestViewInBrowser(t *testing.T) {
 	})
 
 	var table, why string
+	lastSeen(t, &why)
 	var firstAt time.Duration
-	waitSeen(t, 150*time.Second, service+" first in the view's index, with its flame graph naming main.nexovueSmokeHotLoop", func() (bool, error) {
+	testenv.WaitFor(t, 150*time.Second, service+" first in the view's index, with its flame graph naming main.nexovueSmokeHotLoop", func() (bool, error) {
 		if done, err := runLocal.Exited(); done {
 			return false, fmt.Errorf("run-local.sh exited (%v):\n%s", err, runLocal.Output())
 		}
@@ -195,7 +196,7 @@ func TestViewInBrowser(t *testing.T) {
 		var ok bool
 		ok, why = flameGraphHas(t, ctx, url, service, "samples_count", "nexovueSmokeHotLoop", filepath.Join(dir, "flamegraph.png"))
 		return ok, nil
-	}, &why)
+	})
 	t.Logf("view: %s from run-local.sh's start to the flame graph with main.nexovueSmokeHotLoop in chromium", time.Since(start).Round(100*time.Millisecond))
 
 	top, out := pprofTop(t, url+"download?service="+service+"&type=samples_count", filepath.Join(dir, "profile.pb.gz"))
@@ -215,20 +216,7 @@ func TestViewInBrowserPprof(t *testing.T) {
 	dir := artifacts(t)
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{"nxv-view-key"}})
-	prog := testenv.BuildGo(t, filepath.Join(root, "receiver", "pprofreceiver", "testdata", "pprofserver"), "checkout")
-	p := testenv.Start(t, nil, prog)
-	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-	var target string
-	testenv.WaitFor(t, 30*time.Second, "the pprof server", func() (bool, error) {
-		if m := listening.FindStringSubmatch(p.Output()); m != nil {
-			target = m[1] + "/debug/pprof"
-			return true, nil
-		}
-		if done, err := p.Exited(); done {
-			return false, fmt.Errorf("pprofserver exited: %v", err)
-		}
-		return false, nil
-	})
+	target := testenv.StartPprofServer(t, "checkout")
 	viewAddr := testenv.FreeAddr(t)
 	overlay := filepath.Join(t.TempDir(), "view.yaml")
 	require.NoError(t, os.WriteFile(overlay, []byte(`
@@ -257,7 +245,8 @@ service:
 	})
 	url := "http://" + viewAddr + "/"
 	var why string
-	waitSeen(t, 90*time.Second, "checkout-view first in the index, its CPU flame graph naming main.burnCPU", func() (bool, error) {
+	lastSeen(t, &why)
+	testenv.WaitFor(t, 90*time.Second, "checkout-view first in the index, its CPU flame graph naming main.burnCPU", func() (bool, error) {
 		first, table, err := firstService(ctx, url)
 		if err != nil || first != "checkout-view" {
 			why = fmt.Sprintf("first service %q (err %v); index:\n%s", first, err, table)
@@ -266,32 +255,12 @@ service:
 		var ok bool
 		ok, why = flameGraphHas(t, ctx, url, "checkout-view", "cpu_nanoseconds", "main.burnCPU", filepath.Join(dir, "flamegraph.png"))
 		return ok, nil
-	}, &why)
+	})
 	// main.burnCPU burns in sha256, which the program's frames call: with
 	// -show only the program's own frames are kept, each sample then counts
 	// to its innermost main.* frame.
 	top, out := pprofTop(t, url+"download?service=checkout-view&type=cpu_nanoseconds", filepath.Join(dir, "profile.pb.gz"), `-show=^main\.`)
 	require.Equal(t, "main.burnCPU", top, "go tool pprof -top of the download:\n%s", out)
-}
-
-// waitSeen polls cond every second until it is true or d passes; on timeout
-// the test fails with *seen, what the last try saw.
-func waitSeen(t *testing.T, d time.Duration, what string, cond func() (bool, error), seen *string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out after %s; last seen: %s", what, d, *seen)
-		}
-		time.Sleep(time.Second) // the poll's interval, not a stand-in for a condition
-	}
 }
 
 // TestViewBearerToken: the built binary with the view on every interface
@@ -349,4 +318,13 @@ service:
 	code, body := status("Bearer " + token)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "No profiles in the window")
+}
+
+// lastSeen logs *seen, what the last try of a wait saw, when the test fails.
+func lastSeen(t *testing.T, seen *string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", *seen)
+		}
+	})
 }
