@@ -3,6 +3,7 @@ module github.com/nexovue/otelcol-nexovue
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.1
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
@@ -58,6 +59,11 @@ require (
 	k8s.io/apimachinery v0.37.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 )
 
 require (

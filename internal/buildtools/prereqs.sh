@@ -11,7 +11,8 @@
 # test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang), libc's
 # debug file (libc6-dbg) and binutils for the symbolize processor, and what
 # internal/debugfile's tests use: Debian's debuginfod server, xz and
-# libbinutils-dbg (DWZ-compressed debug info). Idempotent.
+# libbinutils-dbg (DWZ-compressed debug info), and chromium (the profile
+# view's browser tests drive it headless). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -42,6 +43,7 @@ declare -A need=(
 	[ip]=iproute2
 	[xz]=xz-utils
 	[objcopy]=binutils
+	[chromium]=chromium
 )
 pkgs=()
 for cmd in "${!need[@]}"; do

@@ -6,6 +6,10 @@
 #                      (127.0.0.1:4319; the project's nexovue ingest double)
 #                      that prints the busiest services and their hottest
 #                      functions every 10 seconds.
+# The local profile view (exporter/profileviewexporter: flame graph, top,
+# source, pprof downloads) is on without a key and off with one unless
+# NEXOVUE_VIEW=1 (NEXOVUE_VIEW=0 turns it off); it listens on
+# NEXOVUE_VIEW_ENDPOINT (127.0.0.1:4390) and its URL is the first line shown.
 # NEXOVUE_RUN_DIR (_build/run) holds the queue and the logs; the agent's own
 # ports are NEXOVUE_HEALTH_ENDPOINT (127.0.0.1:13133) and NEXOVUE_METRICS_PORT
 # (8888, on NEXOVUE_METRICS_HOST 127.0.0.1); OTELCOL_NEXOVUE_BIN is the binary
@@ -17,6 +21,11 @@ bin=${OTELCOL_NEXOVUE_BIN:-$build/otelcol-nexovue}
 config=$root/distributions/otelcol-nexovue/agent.yaml
 rundir=${NEXOVUE_RUN_DIR:-$build/run}
 ingest_addr=${NEXOVUE_LOCAL_INGEST:-127.0.0.1:4319}
+view=${NEXOVUE_VIEW:-}
+[ -n "$view" ] || { [ -n "${NEXOVUE_KEY:-}" ] && view=0 || view=1; }
+export NEXOVUE_VIEW_ENDPOINT=${NEXOVUE_VIEW_ENDPOINT:-127.0.0.1:4390}
+configs=(--config "$config")
+[ "$view" = 1 ] && configs+=(--config "$root/internal/buildtools/run-view.yaml")
 mkdir -p "$rundir"
 
 say() { printf '\n== %s\n' "$*" >&2; }
@@ -25,6 +34,10 @@ if [ "$(id -u)" != 0 ]; then
 	say "The eBPF profiler watches every process from the kernel: run this as root (sudo -E make run)."
 	exit 1
 fi
+if [ "$view" = 1 ]; then
+	printf 'Profile view: http://%s/  (flame graphs of the last 5 minutes, once the collector has started)\n' "$NEXOVUE_VIEW_ENDPOINT" >&2
+fi
+
 if [ ! -e /sys/kernel/tracing/events ]; then
 	say "Mounting tracefs at /sys/kernel/tracing (the eBPF profiler needs it)."
 	mount -t tracefs none /sys/kernel/tracing
@@ -90,7 +103,7 @@ fi
 # (receiver/profilingreceiver/internal/memlock); on older kernels it stops and
 # says which capability to grant.
 logged=$(stat -c %s "$log" 2>/dev/null || echo 0) # what earlier runs appended
-"$bin" --config "$config" --feature-gates=service.profilesSupport >>"$log" 2>&1 &
+"$bin" "${configs[@]}" --feature-gates=service.profilesSupport >>"$log" 2>&1 &
 collector=$!
 pids+=($collector)
 if [ -n "$show_log" ]; then
@@ -108,6 +121,7 @@ say "The collector exited with status $status; its log: $log"
 [ -n "$show_log" ] || printf '%s\n' "$last" >&2
 if grep -q 'address already in use' <<<"$last"; then
 	say "A port the collector listens on is taken (above). Choose others with
-   NEXOVUE_HEALTH_ENDPOINT (now $NEXOVUE_HEALTH_ENDPOINT) and NEXOVUE_METRICS_PORT (now ${NEXOVUE_METRICS_PORT:-8888})."
+   NEXOVUE_HEALTH_ENDPOINT (now $NEXOVUE_HEALTH_ENDPOINT), NEXOVUE_METRICS_PORT (now ${NEXOVUE_METRICS_PORT:-8888})
+   and NEXOVUE_VIEW_ENDPOINT (now $NEXOVUE_VIEW_ENDPOINT)."
 fi
 exit "$status"

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,20 +99,7 @@ func pprofEndToEnd(t *testing.T, name, config string, overlay func(target, inges
 	sent := int64(-1)
 	figures(t, name, srv, &sent)
 
-	prog := testenv.BuildGo(t, filepath.Join(root, "receiver", "pprofreceiver", "testdata", "pprofserver"), "checkout")
-	p := testenv.Start(t, nil, prog)
-	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-	var target string
-	testenv.WaitFor(t, 30*time.Second, "the pprof server", func() (bool, error) {
-		if m := listening.FindStringSubmatch(p.Output()); m != nil {
-			target = m[1] + "/debug/pprof"
-			return true, nil
-		}
-		if done, err := p.Exited(); done {
-			return false, fmt.Errorf("pprofserver exited: %v", err)
-		}
-		return false, nil
-	})
+	target := testenv.StartPprofServer(t, "checkout")
 
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")

@@ -57,11 +57,13 @@ func wineRun(t *testing.T, wine, prefix string, env []string, args ...string) (s
 // winPath is a Linux path as Wine's Z: drive shows it.
 func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 
-// TestWindowsValidateUnderWine runs the cross-built Windows binary's
-// `validate` on the shipped pprof.yaml under Debian's Wine.
-func TestWindowsValidateUnderWine(t *testing.T) {
-	exe := builtFile(t, "OTELCOL_NEXOVUE_WINDOWS_BIN", "_build/windows-amd64/otelcol-nexovue.exe", "crossbuild")
-	wine := tool(t, "wine", "wine wine64")
+// winePrefix returns the cross-built Windows binary, Wine, and a fresh Wine
+// prefix (removed with the test) with the ProcessPrng shim installed, and the
+// environment to run it with.
+func winePrefix(t *testing.T) (exe, wine, prefix string, env []string) {
+	t.Helper()
+	exe = builtFile(t, "OTELCOL_NEXOVUE_WINDOWS_BIN", "_build/windows-amd64/otelcol-nexovue.exe", "crossbuild")
+	wine = tool(t, "wine", "wine wine64")
 	wineserver := tool(t, "wineserver", "wine wine64")
 	as := tool(t, "x86_64-w64-mingw32-as", "binutils-mingw-w64-x86-64")
 	ld := tool(t, "x86_64-w64-mingw32-ld", "binutils-mingw-w64-x86-64")
@@ -82,8 +84,8 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 	}
 
 	// A fresh Wine prefix with the shim where Go looks for it (System32 only).
-	prefix := filepath.Join(work, "wineprefix")
-	env := cleanEnv("NEXOVUE_KEY=" + validateKey)
+	prefix = filepath.Join(work, "wineprefix")
+	env = cleanEnv("NEXOVUE_KEY=" + validateKey)
 	t.Cleanup(func() {
 		cmd := exec.Command(wineserver, "-k")
 		cmd.Env = append(os.Environ(), "WINEPREFIX="+prefix)
@@ -101,6 +103,15 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 		t.Fatalf("installing the shim in %s: %v", sys32, err)
 	}
 
+	return exe, wine, prefix, env
+}
+
+// TestWindowsValidateUnderWine runs the cross-built Windows binary's
+// `validate` on the shipped pprof.yaml under Debian's Wine, then its profile
+// view (windows_view_test.go) in the same Wine prefix.
+func TestWindowsValidateUnderWine(t *testing.T) {
+	exe, wine, prefix, env := winePrefix(t)
+	work := t.TempDir()
 	pprof := repoPath(t, "distributions", "otelcol-nexovue", "pprof.yaml")
 	out, err := wineRun(t, wine, prefix, env, exe, "validate", "--config", winPath(pprof), testenv.FeatureGate)
 	if err != nil {
@@ -116,4 +127,5 @@ func TestWindowsValidateUnderWine(t *testing.T) {
 	if err == nil || !strings.Contains(out, "collection_intervl") {
 		t.Fatalf("validate of a misspelt pprof.yaml under wine: err=%v, want an error naming collection_intervl:\n%s", err, out)
 	}
+	t.Run("profile view", func(t *testing.T) { windowsProfileView(t, exe, wine, prefix, env) })
 }

@@ -31,6 +31,7 @@ func runLocalEnv(t *testing.T, ingestAddr string) (env []string, runDir string) 
 		"NEXOVUE_LOCAL_INGEST=" + ingestAddr,
 		"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 		"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
+		"NEXOVUE_VIEW_ENDPOINT=" + testenv.FreeAddr(t),
 	}, runDir
 }
 

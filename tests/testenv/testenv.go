@@ -353,3 +353,26 @@ func EnableMetricsBlocks(config string) (string, int) {
 	}
 	return strings.Join(lines, "\n"), blocks
 }
+
+// StartPprofServer builds and starts the pprof receiver's test program
+// (receiver/pprofreceiver/testdata/pprofserver: net/http/pprof, CPU burnt in
+// main.burnCPU) as the executable name, waits until it listens and returns
+// its http://ADDR/debug/pprof.
+func StartPprofServer(t testing.TB, name string) string {
+	t.Helper()
+	prog := BuildGo(t, filepath.Join(RepoRoot(t), "receiver", "pprofreceiver", "testdata", "pprofserver"), name)
+	p := Start(t, nil, prog)
+	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	var target string
+	WaitFor(t, 30*time.Second, "the pprof server", func() (bool, error) {
+		if m := listening.FindStringSubmatch(p.Output()); m != nil {
+			target = m[1] + "/debug/pprof"
+			return true, nil
+		}
+		if done, err := p.Exited(); done {
+			return false, fmt.Errorf("pprofserver exited: %v", err)
+		}
+		return false, nil
+	})
+	return target
+}

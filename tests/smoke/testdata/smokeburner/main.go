@@ -2,6 +2,8 @@
 // so a test can find it among the frames the eBPF profiler reports. It stops
 // after the seconds given as its argument, else after two minutes.
 //
+// With BURN_THREADS=n it burns on n threads at once.
+//
 // With BURN_SECONDS=n (instead of the argument) it burns for n seconds, prints "done" to standard
 // output and then sleeps, so that a test can read the CPU time the kernel
 // accounted to it (/proc/<pid>/stat) while it still exists. With
@@ -64,9 +66,21 @@ func main() {
 	if burn > 0 {
 		deadline = time.Now().Add(time.Duration(burn) * time.Second)
 	}
+	// BURN_THREADS=n burns on n threads at once (default 1).
+	threads, _ := strconv.Atoi(os.Getenv("BURN_THREADS"))
+	sums := make(chan uint64, max(threads, 1))
+	for range max(threads, 1) {
+		go func() {
+			var sink uint64
+			for time.Now().Before(deadline) {
+				sink += nexovueSmokeHotLoop(1 << 20)
+			}
+			sums <- sink
+		}()
+	}
 	var sink uint64
-	for time.Now().Before(deadline) {
-		sink += nexovueSmokeHotLoop(1 << 20)
+	for range max(threads, 1) {
+		sink += <-sums
 	}
 	fmt.Fprintln(os.Stderr, sink)
 	if burn > 0 {
