@@ -23,7 +23,7 @@ const (
 	overheadRunCost = 4 * time.Second  // start and stop the agent around a run
 	gatewayRunSetup = 4 * time.Second
 	splitRun        = 10 * time.Second
-	microBudget     = 3 * time.Minute
+	microBudget     = 90 * time.Second
 	// busyMargin is how long busy processes outlive their section's plan:
 	// the section may run late on a loaded machine, and ends earlier.
 	busyMargin = 10 * time.Minute
