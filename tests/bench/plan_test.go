@@ -65,7 +65,7 @@ func announce(plan map[string]time.Duration, names []string) string {
 		total += plan[n]
 		parts = append(parts, fmt.Sprintf("%s %s", n, plan[n].Round(time.Second)))
 	}
-	return fmt.Sprintf("make bench: the harness will take about %s (%s), after the build", total.Round(time.Minute), strings.Join(parts, ", "))
+	return fmt.Sprintf("make bench: the harness will take about %s (%s), after the build", total.Round(time.Second), strings.Join(parts, ", "))
 }
 
 // busyGroup is the busy benchload processes of a section.
