@@ -6,6 +6,10 @@
 # agent.yaml in its place in section 2, e.g.
 #   make bench BENCH_OUT=/tmp/ablation.md BENCH_ARGS='-bench.only=agent
 #   -bench.agent-pairs=3 -bench.ours=/tmp/agent-without-processors.yaml'
+# The harness prints at its start how long it will take (the agent section
+# alone, -bench.only=agent: about 32 minutes plus the build). Nothing it
+# starts outlives it, however it ends (timeout, Ctrl-C, SIGKILL of go test):
+# see tests/testenv/children.go and tests/e2e/benchchildren_test.go.
 # The harness's files carry the
 # build tag `bench`, so `make test` compiles and vets them (go vet -tags bench)
 # without running them.
@@ -24,7 +28,8 @@ bench: build
 # (tests/bench/profile-agents.sh; about 14 minutes with the default windows:
 # BENCH_PROFILE_STAT_SECONDS of perf stat, then BENCH_PROFILE_SECONDS of perf
 # record).
-# It rebuilds the binary with its symbols, which perf needs.
+# It rebuilds the binary with its symbols, which perf needs. What the script
+# starts ends with it, however it ends (setpriv --pdeathsig, traps, -for).
 BENCH_PROFILE_OUT ?= $(BUILD_DIR)/bench-profile
 BENCH_PROFILE_SECONDS ?= 600
 BENCH_PROFILE_STAT_SECONDS ?= 120

@@ -90,6 +90,12 @@ func TestBench(t *testing.T) {
 	if !*flagRun {
 		t.Fatal("the benchmark harness runs with `make bench` (-tags bench ... -args -bench.run)")
 	}
+	// Whatever ends this run (SIGKILL of `go test` included), nothing it
+	// started outlives it: this process ends with its parent, and its
+	// children with it (testenv.StartCmd).
+	if err := testenv.DieWithParent(); err != nil {
+		t.Fatal(err)
+	}
 	h := &harness{p: fullParams, root: testenv.RepoRoot(t)}
 	if *flagQuick {
 		h.p = quickParams
@@ -118,6 +124,15 @@ func TestBench(t *testing.T) {
 			only[s] = true
 		}
 	}
+	var names []string
+	for _, sec := range sections {
+		if len(only) == 0 || only[sec.name] {
+			names = append(names, sec.name)
+		}
+	}
+	plan := h.planned()
+	// Printed, not logged: go test -v shows it at once.
+	fmt.Println(announce(plan, names))
 	for _, sec := range sections {
 		if len(only) > 0 && !only[sec.name] {
 			continue
@@ -137,7 +152,7 @@ func TestBench(t *testing.T) {
 		}) && s.Err == "" {
 			s.Err = "the harness failed in this section; see the output of `make bench`"
 		}
-		t.Logf("%s: %s", sec.name, time.Since(t0).Round(time.Second))
+		t.Logf("%s: %s (planned %s)", sec.name, time.Since(t0).Round(time.Second), plan[sec.name].Round(time.Second))
 	}
 	rep.Duration = time.Since(rep.Started)
 	if *flagMakeStart > 0 {

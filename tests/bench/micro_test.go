@@ -3,12 +3,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // microGroup is one `go test -bench` run: packages and how long each
@@ -64,8 +67,11 @@ func (h *harness) micro(t *testing.T, s *Section) {
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		cmd := exec.CommandContext(ctx, "go", h.microArgs(g)...)
 		cmd.Dir = h.root
-		out, runErr := cmd.CombinedOutput()
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		runErr := testenv.RunCmd(cmd) // ends with the test, its test binaries too
 		cancel()
+		out := buf.Bytes()
 		r, err := ParseGoBench(out)
 		if err != nil {
 			fail(t, s, "reading the benchmark output: %v", err)

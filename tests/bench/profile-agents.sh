@@ -24,9 +24,17 @@ if ! go tool nm "$bin" 2>/dev/null | grep -q ' T main.main$'; then
 	echo "profile-agents: $bin has no symbol table; build it with: make build LDFLAGS=" >&2
 	exit 1
 fi
+command -v setpriv >/dev/null || { echo "profile-agents: setpriv is not installed (apt-get install util-linux)" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
+# Everything this script starts ends with it, however it ends: each child
+# gets SIGKILL when the script dies (setpriv --pdeathsig, even on SIGKILL of
+# the script), the script kills them on exit, on SIGTERM (timeout) and on
+# SIGINT (Ctrl-C), and the busy processes end by themselves a few minutes
+# after the planned run (-for). Waits are `wait`, so a signal acts at once.
+life=$((60 + 60 + stat + window + 300))s
+own() { exec setpriv --pdeathsig KILL -- "$@"; } # only as `own cmd &`: the background subshell becomes cmd
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -34,14 +42,17 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
 
 (cd "$root" && go build -o "$work/benchload" ./tests/bench/testdata/benchload && go build -o "$work/ingest" ./tests/ingest/cmd/nexovue-ingest)
 
 for i in $(seq 1 20); do
 	if ((i % 2)); then
-		OTEL_SERVICE_NAME=bench-busy-$i "$work/benchload" -for 2h -duty 0.04 busy "$i" &
+		OTEL_SERVICE_NAME=bench-busy-$i own "$work/benchload" -for "$life" -duty 0.04 busy "$i" &
 	else
-		"$work/benchload" -for 2h -duty 0.04 busy "$i" &
+		own "$work/benchload" -for "$life" -duty 0.04 busy "$i" &
 	fi
 	pids+=($!)
 done
@@ -51,7 +62,7 @@ done
 base=$((10000 + RANDOM % 20000))
 port() { echo $((base + $1)); }
 start_ingest() { # $1: index
-	"$work/ingest" -listen "127.0.0.1:$(port "$1")" -print-top 0 >"$out/ingest-$1.log" 2>&1 &
+	own "$work/ingest" -listen "127.0.0.1:$(port "$1")" -print-top 0 >"$out/ingest-$1.log" 2>&1 &
 	pids+=($!)
 }
 agents=(ours-1 ours-2 plain)
@@ -64,12 +75,12 @@ for n in 0 1; do
 	mkdir -p "$work/storage-$n"
 	NEXOVUE_KEY=bench NEXOVUE_ENDPOINT="http://127.0.0.1:$(port $n)" NEXOVUE_STORAGE_DIR="$work/storage-$n" \
 		NEXOVUE_HEALTH_ENDPOINT="127.0.0.1:$(port $((10 + n)))" NEXOVUE_METRICS_HOST=127.0.0.1 NEXOVUE_METRICS_PORT="${metrics_port[${agents[$n]}]}" \
-		"$bin" --config "$root/distributions/otelcol-nexovue/agent.yaml" --feature-gates=service.profilesSupport >"$out/${agents[$n]}.log" 2>&1 &
+		own "$bin" --config "$root/distributions/otelcol-nexovue/agent.yaml" --feature-gates=service.profilesSupport >"$out/${agents[$n]}.log" 2>&1 &
 	agent_pid[${agents[$n]}]=$!
 	pids+=($!)
 done
 BENCH_PLAIN_ENDPOINT="http://127.0.0.1:$(port 2)" BENCH_PLAIN_KEY=bench BENCH_PLAIN_METRICS_HOST=127.0.0.1 BENCH_PLAIN_METRICS_PORT="${metrics_port[plain]}" \
-	"$bin" --config "$root/tests/bench/testdata/plain-agent.yaml" --feature-gates=service.profilesSupport >"$out/plain.log" 2>&1 &
+	own "$bin" --config "$root/tests/bench/testdata/plain-agent.yaml" --feature-gates=service.profilesSupport >"$out/plain.log" 2>&1 &
 agent_pid[plain]=$!
 pids+=($!)
 
@@ -79,25 +90,27 @@ for a in "${agents[@]}"; do
 	for _ in $(seq 1 60); do
 		curl -sf "http://127.0.0.1:$p/metrics" >/dev/null && break
 		kill -0 "${agent_pid[$a]}" 2>/dev/null || { echo "profile-agents: $a exited; see $out/$a.log" >&2; exit 1; }
-		sleep 1
+		sleep 1 & wait $!
 	done
 	curl -sf "http://127.0.0.1:$p/metrics" >/dev/null || { echo "profile-agents: $a not ready in a minute; see $out/$a.log" >&2; exit 1; }
 done
 echo "profile-agents: agents ready; a minute of warm-up (the start-up scan), ${stat}s under perf stat, then ${window}s under perf record"
-sleep 60
+sleep 60 & wait $!
 
 # First the agents' CPU and context switches, without the profiler (perf
 # record's sampling costs each agent CPU of its own), then their profiles.
 stats=()
 for a in "${agents[@]}"; do
-	perf stat -x, -e task-clock,context-switches -p "${agent_pid[$a]}" -o "$out/$a.stat" -- sleep "$stat" &
+	own perf stat -x, -e task-clock,context-switches -p "${agent_pid[$a]}" -o "$out/$a.stat" -- sleep "$stat" &
 	stats+=($!)
+	pids+=($!)
 done
 wait "${stats[@]}"
 perfs=()
 for a in "${agents[@]}"; do
-	perf record -q -F 499 --call-graph fp -p "${agent_pid[$a]}" -o "$out/$a.data" -- sleep "$window" &
+	own perf record -q -F 499 --call-graph fp -p "${agent_pid[$a]}" -o "$out/$a.data" -- sleep "$window" &
 	perfs+=($!)
+	pids+=($!)
 done
 wait "${perfs[@]}"
 {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,9 +38,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 		t.Fatalf("agent.yaml has %d metrics blocks, want 3", blocks)
 	}
 	withMetrics := writeConfig(t, "agent-metrics.yaml", strings.Replace(on, "interval: 60s", "interval: 10s", 1))
-	for i := range p.busyProcs {
-		testenv.Start(t, []string{fmt.Sprintf("OTEL_SERVICE_NAME=bench-pm-%d", i)}, h.load, "-for", "2h", "-duty", strconv.FormatFloat(p.busyDuty, 'f', -1, 64), "busy", strconv.Itoa(i))
-	}
+	busy := h.startBusy(t, h.pmPlanned(), func(i int) string { return fmt.Sprintf("bench-pm-%d", i) })
 	var runs Runs
 	for _, connector := range ABBA(2 * p.pmReps) { // true: with the connector
 		cfg := h.shippedAgent()
@@ -57,8 +54,9 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 		mins := t1.Sub(t0).Minutes()
 		runs.Add(connector, map[string]float64{
 			"cpu":      (cpu1 - cpu0).Seconds() / mins,
-			"cpu/ksmp": 1e6 * (cpu1 - cpu0).Seconds() / max(float64(c1.samples-c0.samples), 1),
+			"cpu/ksmp": 1e6 * (cpu1 - cpu0).Seconds() / max(float64(c1.taken-c0.taken), 1),
 		})
+		busy.alive(t)
 	}
 	if metricsRequests.Load() == 0 {
 		t.Fatal("the agent with the connector sent no metrics")
@@ -67,7 +65,7 @@ func (h *harness) profileMetrics(t *testing.T, s *Section) {
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The shipped `agent.yaml` against the same file with its optional metrics pipeline uncommented (a second profiles pipeline profiling → memory_limiter → service_name → profile_metrics, interval 10 s, metrics over OTLP/HTTP to a loopback server), %d busy processes, runs alternating in pairs (with, without, without, with, ...; %s warm-up, %s window).",
 		p.busyProcs, p.pmWarmup, p.pmWindow))
-	tab := Table{Header: []string{"agent", "CPU s per minute", "CPU ms per 1,000 samples", "runs (CPU s/min)"}}
+	tab := Table{Header: []string{"agent", "CPU s per minute", "CPU ms per 1,000 timestamps", "runs (CPU s/min)"}}
 	for _, connector := range []bool{true, false} {
 		name := "shipped agent.yaml"
 		if connector {

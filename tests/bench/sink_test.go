@@ -69,14 +69,17 @@ func (s *sink) waitSamples(n int64, d time.Duration) bool {
 	return true
 }
 
-// counters is a reading of what the double received.
+// counters is a reading of what the double received: samples are Sample
+// messages (records, what the rate limit counts), taken the samples as the
+// profiler took them (timestamps; ingest.TakenCount), which do not depend on
+// how a pipeline packs them into records.
 type counters struct {
-	samples, bytes int64
-	requests       int
+	samples, taken, bytes int64
+	requests              int
 }
 
 func (s *sink) counters() counters {
-	return counters{samples: s.SamplesAccepted(), bytes: s.bytes.Load(), requests: s.Requests(http.StatusOK)}
+	return counters{samples: s.SamplesAccepted(), taken: s.SamplesTaken(), bytes: s.bytes.Load(), requests: s.Requests(http.StatusOK)}
 }
 
 type countingReader struct {

@@ -36,7 +36,15 @@
 //     request.
 //
 // A sample is one Sample message: rates and totals count Sample messages,
-// not their values.
+// not their timestamps or values. nexovue's page says a key may send 20,000
+// "samples" a second; what a sender sends is Sample messages, and the
+// double reads the limit as counting them, as the exporter's pacing does
+// (exporter/nexovueexporter README, "Pacing"). Beside them it counts the
+// samples as the profiler took them (SamplesTaken, samples_taken in /stats,
+// taken per sample type: a message's timestamps; without timestamps its
+// value if the unit is "count"; else 1, see TakenCount), which do not
+// depend on how a sender packed them: the eBPF profiler writes one
+// timestamp per sample it took, and one message may hold several.
 //
 // Resource and scope attributes are accepted in both encodings OTLP
 // profiles allows at 0.161: as references into the string_table

@@ -38,6 +38,9 @@ func TestOffCPUByType(t *testing.T) {
 	assert.Equal(t, int64(300), st.ByType["samples/count"].Samples)
 	assert.Zero(t, st.ByType["samples/count"].Values, "CPU samples carry no values")
 	assert.LessOrEqual(t, off.Samples, off.Timestamps, "one to three events per off-CPU sample")
+	assert.Equal(t, cpu, st.ByType["samples/count"].Taken, "taken: one per timestamp")
+	assert.Equal(t, off.Timestamps, off.Taken, "taken: one per timestamp")
+	assert.Equal(t, cpu+off.Timestamps, st.SamplesTaken)
 	var total int64
 	for svc, n := range nanos {
 		got := st.Services[svc].ByType["off_cpu/nanoseconds"]

@@ -433,6 +433,14 @@ func (s *Server) SamplesAccepted() int64 {
 	return locked(s, func(a *aggregates) int64 { return a.samples })
 }
 
+// SamplesTaken returns the accepted samples as the profiler took them
+// (TakenCount: timestamps, else a count value), which does not depend on
+// how a sender packed them into Sample messages; SamplesAccepted counts the
+// messages, as the rate limit does.
+func (s *Server) SamplesTaken() int64 {
+	return locked(s, func(a *aggregates) int64 { return a.taken })
+}
+
 // FramesAccepted returns the total frames accepted (answered 200).
 func (s *Server) FramesAccepted() int64 {
 	return locked(s, func(a *aggregates) int64 { return a.frames })

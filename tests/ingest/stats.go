@@ -74,8 +74,11 @@ type Stats struct {
 	ClientEarlyRetries int   `json:"client_early_retries"`
 	AcceptedRequests   int   `json:"accepted_requests"`
 	SamplesAccepted    int64 `json:"samples_accepted"`
-	SamplesLinked      int64 `json:"samples_linked"` // accepted samples with a link to a span
-	FramesAccepted     int64 `json:"frames_accepted"`
+	// SamplesTaken: the accepted samples as the profiler took them
+	// (TakenCount), however they were packed into Sample messages.
+	SamplesTaken   int64 `json:"samples_taken"`
+	SamplesLinked  int64 `json:"samples_linked"` // accepted samples with a link to a span
+	FramesAccepted int64 `json:"frames_accepted"`
 	// ByType is what was accepted per sample type ("type/unit"), all
 	// services together.
 	ByType     map[string]TypeStats    `json:"by_type"`
@@ -125,6 +128,7 @@ type aggregates struct {
 	clientEarly  int
 	accepted     int
 	samples      int64
+	taken        int64 // samples as the profiler took them (TakenCount)
 	linked       int64
 	frames       int64
 	services     map[string]*serviceAgg
@@ -228,6 +232,7 @@ func (a *aggregates) merge(sum *summary, samples, frames int64) {
 				agg.byType[typ] = &TypeStats{}
 			}
 			agg.byType[typ].add(*ts)
+			a.taken += ts.Taken
 		}
 		agg.linked += ss.linked
 		a.linked += ss.linked
@@ -328,6 +333,7 @@ func (a *aggregates) snapshot() Stats {
 		ClientEarlyRetries: a.clientEarly,
 		AcceptedRequests:   a.accepted,
 		SamplesAccepted:    a.samples,
+		SamplesTaken:       a.taken,
 		SamplesLinked:      a.linked,
 		FramesAccepted:     a.frames,
 		Services:           make(map[string]ServiceStats, len(a.services)),

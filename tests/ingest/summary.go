@@ -23,18 +23,42 @@ type SampleType struct {
 
 // TypeStats is what was accepted of one sample type ("type/unit", e.g.
 // "samples/count" for CPU, "off_cpu/nanoseconds" for off-CPU): Sample
-// messages (what the rate limit counts), their timestamps, and the sum of
-// their values (for off_cpu/nanoseconds, the nanoseconds spent off the CPU).
+// messages (what the rate limit counts), their timestamps, the sum of
+// their values (for off_cpu/nanoseconds, the nanoseconds spent off the CPU),
+// and the samples as the profiler took them (Taken, see TakenCount).
 type TypeStats struct {
 	Samples    int64 `json:"samples"`
 	Timestamps int64 `json:"timestamps"`
 	Values     int64 `json:"values"`
+	Taken      int64 `json:"taken"`
 }
 
 func (t *TypeStats) add(o TypeStats) {
 	t.Samples += o.Samples
 	t.Timestamps += o.Timestamps
 	t.Values += o.Values
+	t.Taken += o.Taken
+}
+
+// TakenCount is how many samples the profiler took that one Sample message
+// stands for, whatever the packing: its timestamps (the eBPF profiler puts
+// one per sample it took, and a sender may pack several into one message);
+// where it has none, its value when the sample type's unit is "count" (a
+// pprof CPU profile's samples/count, which pprof aggregates); else 1 (a
+// value in bytes or nanoseconds is not a number of samples). The rate limit
+// does not count these but Sample messages (see the package's doc).
+func TakenCount(s pprofile.Sample, countUnit bool) int64 {
+	if n := s.TimestampsUnixNano().Len(); n > 0 {
+		return int64(n)
+	}
+	if countUnit && s.Values().Len() > 0 {
+		var v int64
+		for _, x := range s.Values().All() {
+			v += x
+		}
+		return v
+	}
+	return 1
 }
 
 // OffCPUSampleType is the sample type of the eBPF profiler's off-CPU
@@ -164,6 +188,7 @@ func summarize(pd pprofile.Profiles) *summary {
 				// by type, never in the function counts and rankings,
 				// which are on-CPU views.
 				offCPU := nm.str(p.SampleType().TypeStrindex()) == OffCPUSampleType
+				countUnit := nm.str(p.SampleType().UnitStrindex()) == "count"
 				for _, s := range p.Samples().All() {
 					ss.samples++
 					if linkedSample(s) {
@@ -171,6 +196,7 @@ func summarize(pd pprofile.Profiles) *summary {
 					}
 					ts.Samples++
 					ts.Timestamps += int64(s.TimestampsUnixNano().Len())
+					ts.Taken += TakenCount(s, countUnit)
 					for _, v := range s.Values().All() {
 						ts.Values += v
 					}

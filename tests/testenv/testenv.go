@@ -73,8 +73,10 @@ func BuildGo(t testing.TB, dir, name string) string {
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", dir, err, b)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := RunCmd(cmd); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dir, err, b.String())
 	}
 	return out
 }
@@ -94,13 +96,13 @@ func Start(t testing.TB, env []string, name string, args ...string) *Process {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &Process{Cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
+	// In a process group of its own, ending with the test however it ends.
+	if err := StartCmd(cmd); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
+	go func() { p.err = cmd.Wait(); Ended(cmd); close(p.done) }()
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
 		if t.Failed() {
