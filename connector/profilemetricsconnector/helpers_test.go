@@ -12,19 +12,21 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/nexovue/otelcol-nexovue/internal/profiledict"
 )
 
 // builder writes hand-made profiles into one batch with a shared dictionary.
 type builder struct {
 	pd    pprofile.Profiles
 	dict  pprofile.ProfilesDictionary
-	strs  map[string]int32
+	strs  *profiledict.Strings
 	funcs map[string]int32
 }
 
 func newBuilder() *builder {
 	pd := pprofile.NewProfiles()
-	b := &builder{pd: pd, dict: pd.Dictionary(), strs: map[string]int32{}, funcs: map[string]int32{}}
+	b := &builder{pd: pd, dict: pd.Dictionary(), strs: profiledict.NewStrings(pd.Dictionary()), funcs: map[string]int32{}}
 	b.str("")
 	b.dict.FunctionTable().AppendEmpty()
 	b.dict.LocationTable().AppendEmpty()
@@ -33,15 +35,7 @@ func newBuilder() *builder {
 	return b
 }
 
-func (b *builder) str(s string) int32 {
-	if i, ok := b.strs[s]; ok {
-		return i
-	}
-	b.dict.StringTable().Append(s)
-	i := int32(b.dict.StringTable().Len() - 1)
-	b.strs[s] = i
-	return i
-}
+func (b *builder) str(s string) int32 { return b.strs.Index(s) }
 
 // stack adds a stack of one location per function, leaf first.
 func (b *builder) stack(fns ...string) int32 {

@@ -17,26 +17,18 @@ import (
 type batch struct {
 	pd   pprofile.Profiles
 	dict pprofile.ProfilesDictionary
-	strs map[string]int32
+	strs *profiledict.Strings
 }
 
 func newBatch() *batch {
 	pd := pprofile.NewProfiles()
-	b := &batch{pd: pd, dict: pd.Dictionary(), strs: map[string]int32{}}
+	b := &batch{pd: pd, dict: pd.Dictionary()}
 	profiledict.AppendZeroEntries(b.dict)
-	b.strs[""] = 0
+	b.strs = profiledict.NewStrings(b.dict)
 	return b
 }
 
-func (b *batch) str(s string) int32 {
-	if i, ok := b.strs[s]; ok {
-		return i
-	}
-	i := int32(b.dict.StringTable().Len())
-	b.dict.StringTable().Append(s)
-	b.strs[s] = i
-	return i
-}
+func (b *batch) str(s string) int32 { return b.strs.Index(s) }
 
 // profile adds a profile of one service and sample type.
 func (b *batch) profile(service, host, sampleType, unit string, period int64) pprofile.Profile {

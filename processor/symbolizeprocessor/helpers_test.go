@@ -181,25 +181,17 @@ func runningNxv(t *testing.T) (bin string, pid int, syms map[string]nmSymbol, b 
 type profileBuilder struct {
 	pd   pprofile.Profiles
 	dict pprofile.ProfilesDictionary
-	strs map[string]int32
+	strs *profiledict.Strings
 }
 
 func newProfileBuilder() *profileBuilder {
 	pd := pprofile.NewProfiles()
 	d := pd.Dictionary()
 	profiledict.AppendZeroEntries(d)
-	return &profileBuilder{pd: pd, dict: d, strs: map[string]int32{"": 0}}
+	return &profileBuilder{pd: pd, dict: d, strs: profiledict.NewStrings(d)}
 }
 
-func (b *profileBuilder) str(s string) int32 {
-	if i, ok := b.strs[s]; ok {
-		return i
-	}
-	i := int32(b.dict.StringTable().Len())
-	b.dict.StringTable().Append(s)
-	b.strs[s] = i
-	return i
-}
+func (b *profileBuilder) str(s string) int32 { return b.strs.Index(s) }
 
 func (b *profileBuilder) attr(key, value string) int32 {
 	a := b.dict.AttributeTable().AppendEmpty()

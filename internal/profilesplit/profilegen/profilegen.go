@@ -156,7 +156,7 @@ type gen struct {
 	pd   pprofile.Profiles
 	dict pprofile.ProfilesDictionary
 
-	strings map[string]int32
+	strings *profiledict.Strings
 	attrs   map[attrKey]int32
 
 	sharedLocs []int32 // location index of each shared function
@@ -165,28 +165,19 @@ type gen struct {
 func newGen(cfg Config) *gen {
 	pd := pprofile.NewProfiles()
 	g := &gen{
-		cfg:     cfg,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		pd:      pd,
-		dict:    pd.Dictionary(),
-		strings: map[string]int32{},
-		attrs:   map[attrKey]int32{},
+		cfg:   cfg,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		pd:    pd,
+		dict:  pd.Dictionary(),
+		attrs: map[attrKey]int32{},
 	}
 	// Every table starts with its zero value.
 	profiledict.AppendZeroEntries(g.dict)
-	g.strings[""] = 0
+	g.strings = profiledict.NewStrings(g.dict)
 	return g
 }
 
-func (g *gen) str(s string) int32 {
-	if i, ok := g.strings[s]; ok {
-		return i
-	}
-	i := int32(g.dict.StringTable().Len())
-	g.dict.StringTable().Append(s)
-	g.strings[s] = i
-	return i
-}
+func (g *gen) str(s string) int32 { return g.strings.Index(s) }
 
 func (g *gen) strAttr(key, val string) int32 {
 	return g.attr(attrKey{key: key, str: val}, func(v pcommon.Value) { v.SetStr(val) })
