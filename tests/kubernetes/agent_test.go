@@ -5,6 +5,8 @@ package kubernetes
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +70,8 @@ type agentRun struct {
 	proc *testenv.Process
 	srv  *ingest.Server
 	rec  *recorder
+	// metricsURL is the agent's own Prometheus metrics.
+	metricsURL string
 }
 
 // startAgent runs the built binary with the agent's config from the API
@@ -113,13 +117,14 @@ func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, configs
 	rec := newRecorder()
 	srvCfg.OnAccepted = rec.record
 	srv := ingest.StartForTest(t, srvCfg)
+	metricsPort := testenv.FreePort(t)
 	env := []string{
 		"NEXOVUE_ENDPOINT=" + srv.URL(),
 		"NEXOVUE_KEY=" + testKey,
 		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
 		"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 		"NEXOVUE_METRICS_HOST=127.0.0.1",
-		"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
+		"NEXOVUE_METRICS_PORT=" + strconv.Itoa(metricsPort),
 		"K8S_NODE_NAME=" + node,
 		"KUBERNETES_SERVICE_HOST=127.0.0.1",
 		"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(c.apiPort),
@@ -138,7 +143,30 @@ exec "$@"`, saDir)
 		Args: append(configArgs(append(configs, overlayPath)), testenv.FeatureGate),
 		Wrap: []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", mountSA, sa},
 	})
-	return &agentRun{proc: proc, srv: srv, rec: rec}
+	return &agentRun{proc: proc, srv: srv, rec: rec, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+}
+
+// k8sCounters returns the agent's k8s_attributes metrics (what its informers
+// saw: pods added, updated, deleted; pod associations), one per line, or
+// why they could not be read.
+func (run *agentRun) k8sCounters() string {
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(run.metricsURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "k8s") && !strings.HasPrefix(line, "#") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // configArgs is a --config flag per file.

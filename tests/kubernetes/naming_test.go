@@ -6,6 +6,7 @@ package kubernetes
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,7 +171,8 @@ func TestKubernetesNaming(t *testing.T) {
 		cpuAtNaming, _ := testenv.ReadProcStat(pid)
 		t.Cleanup(func() {
 			if t.Failed() {
-				lateDiagnosis(t, run.rec.of(pid), late.named, pid, cpuAtNaming)
+				lateDiagnosis(t, run.rec.of(pid), late, "app", cpuAtNaming)
+				t.Logf("the agent's k8s_attributes metrics:\n%s", run.k8sCounters())
 			}
 		})
 		// The bound is on the enrichment, measured from when the profiler
@@ -259,7 +261,8 @@ func TestKubernetesNaming(t *testing.T) {
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("API server ready again %s after it stopped", ready.Sub(stopped).Round(100*time.Millisecond))
-				lateDiagnosis(t, run.rec.of(again.pids["app"]), again.named, again.pids["app"], cpuAtNaming)
+				lateDiagnosis(t, run.rec.of(again.pids["app"]), again, "app", cpuAtNaming)
+				t.Logf("the agent's k8s_attributes metrics:\n%s", run.k8sCounters())
 			}
 		})
 		var o observation
@@ -358,19 +361,23 @@ func forbidden(out string) string {
 // lateDiagnosis says why a pod's process (the late pod's, or the one created
 // after the API server's restart) had no enriched profile in time: every
 // profile of it, when it was sampled and accepted relative to its status
-// naming its container, and the CPU it used since (few samples from a
-// starved process read differently from profiles that arrive without k8s
-// attributes).
-func lateDiagnosis(t *testing.T, obs []observation, named time.Time, pid int, cpuAtNaming testenv.ProcStat) {
+// naming its container, with the container.id the profiler gave it (the
+// key k8s_attributes matches the pod by), the process's cgroup now, and the
+// CPU it used since (few samples from a starved process read differently
+// from profiles that arrive without k8s attributes).
+func lateDiagnosis(t *testing.T, obs []observation, p *pod, container string, cpuAtNaming testenv.ProcStat) {
 	t.Helper()
+	pid, named := p.pids[container], p.named
 	if now, err := testenv.ReadProcStat(pid); err == nil {
 		t.Logf("late pod's process %d: %s of CPU since its status named its container %s ago",
 			pid, (now.CPU - cpuAtNaming.CPU).Round(10*time.Millisecond), time.Since(named).Round(100*time.Millisecond))
 	} else {
 		t.Logf("late pod's process %d: %v", pid, err)
 	}
+	cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	t.Logf("its container's ID: %s; its /proc/%d/cgroup (%v):\n%s", p.ids[container], pid, err, cgroup)
 	for _, o := range obs {
-		t.Logf("  profile sampled at %+.2fs, accepted at %+.2fs from the naming: %d samples, k8s.pod.name=%q",
-			o.sampled.Sub(named).Seconds(), o.at.Sub(named).Seconds(), o.samples, o.attrs["k8s.pod.name"])
+		t.Logf("  profile sampled at %+.2fs, accepted at %+.2fs from the naming: %d samples, container.id=%q, k8s.pod.name=%q",
+			o.sampled.Sub(named).Seconds(), o.at.Sub(named).Seconds(), o.samples, o.attrs["container.id"], o.attrs["k8s.pod.name"])
 	}
 }
