@@ -30,9 +30,12 @@ type cgroups struct {
 	dirs []string // made, in order
 }
 
+// cgroupV1Pids is where the cgroup v1 pids controller is mounted.
+const cgroupV1Pids = "/sys/fs/cgroup/pids"
+
 func newCgroups(t testing.TB) *cgroups {
 	t.Helper()
-	base := "/sys/fs/cgroup/pids"
+	base := cgroupV1Pids
 	if _, err := os.Stat(filepath.Join(base, "cgroup.procs")); err != nil {
 		t.Fatalf("no cgroup v1 pids hierarchy at %s (%v): the test builds a kubelet's cgroup layout there", base, err)
 	}

@@ -106,11 +106,7 @@ func TestKubernetesNaming(t *testing.T) {
 		}
 	}
 	// 6. A process in no pod: a cgroup whose path ends in no container ID.
-	host := testenv.Start(t, noEnv, "nice", "-n", "10", burner, cg.dir(t, "system.slice/nxv-host.service"))
-	testenv.WaitFor(t, 30*time.Second, "the host burner to join its cgroup", func() (bool, error) {
-		return strings.Contains(host.Output(), "ready"), nil
-	})
-	hostPID := host.Cmd.Process.Pid
+	hostPID := startInCgroup(t, noEnv, cg.dir(t, "system.slice/nxv-host.service"), burner, "the host").Cmd.Process.Pid
 
 	run := startAgent(t, c, node, true)
 

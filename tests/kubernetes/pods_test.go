@@ -6,6 +6,7 @@ package kubernetes
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,15 +139,36 @@ func startProcesses(t testing.TB, cg *cgroups, burner string, p *pod) {
 	t.Helper()
 	for _, name := range p.spec.containers {
 		procs := cg.dir(t, "kubepods/besteffort/pod"+p.uid+"/"+p.ids[name])
-		proc := testenv.Start(t, p.spec.env, "nice", "-n", "10", burner, procs)
-		testenv.WaitFor(t, 30*time.Second, "the burner of "+p.spec.name+"/"+name+" to join its cgroup", func() (bool, error) {
-			if ok, err := proc.Exited(); ok {
-				return false, fmt.Errorf("it exited (%v): %s", err, proc.Output())
-			}
-			return strings.Contains(proc.Output(), "ready"), nil
-		})
-		p.pids[name] = proc.Cmd.Process.Pid
+		p.pids[name] = startInCgroup(t, p.spec.env, procs, burner, p.spec.name+"/"+name).Cmd.Process.Pid
 	}
+}
+
+// startInCgroup starts the burner, niced, in the cgroup whose cgroup.procs
+// file is procs, the way a container runtime starts a container's program:
+// a launcher (here a shell; runc's init on a node) moves itself into the
+// cgroup, then executes the program. The profiler reads a process's cgroup
+// (its container.id) when it first meets the process, and again only when
+// the process executes a different file (upstream ebpf-profiler
+// processmanager: the metadata is re-read when /proc/<pid>/exe changes).
+// So a process must be in its cgroup before it executes its program: one
+// that moves itself later, even if it then re-executes itself, keeps the
+// container.id it had when the profiler first sampled it (none), for good.
+// It waits until the burner runs and checks that it is in the cgroup.
+func startInCgroup(t testing.TB, env []string, procs, burner, what string) *testenv.Process {
+	t.Helper()
+	proc := testenv.Start(t, env, "/bin/sh", "-c", `echo $$ > "$0" && exec nice -n 10 "$1"`, procs, burner)
+	testenv.WaitFor(t, 30*time.Second, "the burner of "+what+" to run in its cgroup", func() (bool, error) {
+		if ok, err := proc.Exited(); ok {
+			return false, fmt.Errorf("it exited (%v): %s", err, proc.Output())
+		}
+		return strings.Contains(proc.Output(), "ready"), nil
+	})
+	want := ":" + strings.TrimPrefix(filepath.Dir(procs), cgroupV1Pids) + "\n"
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", proc.Cmd.Process.Pid))
+	if err != nil || !strings.Contains(string(b), want) {
+		t.Fatalf("the burner of %s is not in its cgroup %s (%v):\n%s", what, strings.TrimSuffix(want, "\n"), err, b)
+	}
+	return proc
 }
 
 // nameContainers patches the pod's status as a kubelet would once its

@@ -1,12 +1,9 @@
 // Copyright nexovue
 // SPDX-License-Identifier: Apache-2.0
 
-// Command podburner is the workload of a test pod. It first moves itself into
-// the cgroup whose cgroup.procs file is its first argument, then executes
-// itself again, as a container runtime's init executes the container's
-// program once in its cgroup: the profiler reads a process's cgroup again on
-// exec, so even a sample taken before the move cannot leave the process
-// without its container.id. Then it burns
+// Command podburner is the workload of a test pod. The test starts it in its
+// container's cgroup (startInCgroup: a launcher joins the cgroup, then
+// executes it, as a container runtime does). It says "ready", then burns
 // about 7% of one CPU (many run at once on a shared machine) in a function
 // with a name nothing else has, until it is killed or ten minutes have passed.
 package main
@@ -14,8 +11,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -31,22 +26,6 @@ func nexovuePodHotLoop(until time.Time) uint64 {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: podburner <cgroup.procs>")
-		os.Exit(2)
-	}
-	if os.Getenv("PODBURNER_JOINED") == "" {
-		if err := os.WriteFile(os.Args[1], []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			fmt.Fprintf(os.Stderr, "podburner: join cgroup: %v\n", err)
-			os.Exit(1)
-		}
-		exe, err := os.Executable()
-		if err == nil {
-			err = syscall.Exec(exe, os.Args, append(os.Environ(), "PODBURNER_JOINED=1"))
-		}
-		fmt.Fprintf(os.Stderr, "podburner: exec: %v\n", err)
-		os.Exit(1)
-	}
 	fmt.Println("ready")
 	deadline := time.Now().Add(10 * time.Minute) // never outlive a test run
 	var sink uint64
