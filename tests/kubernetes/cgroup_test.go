@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 // folder of its own so that it never meets another test's cgroups.
 type cgroups struct {
 	root string
+	mu   sync.Mutex
 	dirs []string // made, in order
 }
 
@@ -41,6 +43,8 @@ func newCgroups(t testing.TB) *cgroups {
 	}
 	cg := &cgroups{root: filepath.Join(base, "nxv-k8s-test-"+randHex(t, 4))}
 	t.Cleanup(func() {
+		cg.mu.Lock()
+		defer cg.mu.Unlock()
 		// Children first; their processes are gone by now (process
 		// cleanups run after this one, so kill them here).
 		for i := len(cg.dirs) - 1; i >= 0; i-- {
@@ -55,6 +59,8 @@ func newCgroups(t testing.TB) *cgroups {
 // cgroup.procs file.
 func (cg *cgroups) dir(t testing.TB, rel string) string {
 	t.Helper()
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
 	path := cg.root
 	for _, part := range append([]string{""}, strings.Split(rel, "/")...) {
 		path = filepath.Join(path, part)

@@ -119,8 +119,14 @@ func (c *cluster) startAPIServer(t testing.TB) {
 	c.apiserver = testenv.Start(t, nil, kubeAPIServer(t), c.apiArgs...)
 }
 
-// stopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL).
-func (c *cluster) stopAPIServer() { c.apiserver.Stop(20 * time.Second) }
+// stopAPIServer stops kube-apiserver as a kubelet stops its static pod in a
+// control-plane upgrade: SIGTERM, then SIGKILL when the grace period is
+// over. On SIGTERM it closes its listener and sends GOAWAY to its clients,
+// then waits for their open requests, up to its 60 s shutdown timeout: the
+// agent's watches never end by themselves, so it is always killed at the
+// end of the grace period (5 s here, to keep the test short; a pod's
+// default is 30 s: what the agent meets is the same).
+func (c *cluster) stopAPIServer() { c.apiserver.Stop(5 * time.Second) }
 
 // waitReady waits until /readyz answers ok.
 func (c *cluster) waitReady(t testing.TB) {

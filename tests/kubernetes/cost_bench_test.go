@@ -34,9 +34,11 @@ func BenchmarkAgentCostWithK8sAttributes(b *testing.B) {
 	c := startCluster(b)
 	applyDistributions(b, c)
 	node := "nxv-node-" + randHex(b, 3)
+	var namespaces []any
 	for _, ns := range []string{"bench-a", "bench-b", "bench-c", "bench-d"} {
-		ensureNamespace(b, c, ns)
+		namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
 	}
+	c.applyList(b, namespaces)
 	var list strings.Builder
 	list.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
 	for i := range pods {

@@ -15,6 +15,7 @@ import (
 // HorizontalPodAutoscaler, the PodDisruptionBudget, the spreading over
 // nodes and the grace period, as the API server stored them.
 func TestGatewayTierApplied(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	dir := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes", "gateway")
 	if out, err := c.kubectlOut("apply", "-k", dir, "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {

@@ -21,6 +21,7 @@ import (
 // Secrets: each key of the ingest double receives its own namespaces'
 // profiles and no other's.
 func TestKubernetesMultiKey(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	applyDistributions(t, c)
 	routing := c.kubectl(t, "-n", agentNamespace, "get", "configmap", agentName+"-routing", "-o", `jsonpath={.data.routing\.yaml}`)

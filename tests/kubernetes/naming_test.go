@@ -33,6 +33,7 @@ type expect struct {
 // a pod created while the agent runs, a pod deleted while its process runs,
 // and the API server stopped and started again.
 func TestKubernetesNaming(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	applyDistributions(t, c)
 	node := "nxv-node-" + randHex(t, 3)
@@ -55,9 +56,12 @@ func TestKubernetesNaming(t *testing.T) {
 	// A CronJob names its Jobs <cronjob>-<minutes since the epoch>.
 	cronJob := "nightly-" + strconv.FormatInt(time.Now().Unix()/60, 10)
 
+	// The pods are created together below, once all are described.
 	var cases []expect
+	var pods []*pod
 	add := func(s podSpec, container, service, ns, wkKey, wkValue string) *pod {
-		p := createPod(t, c, node, s)
+		p := &pod{spec: s}
+		pods = append(pods, p)
 		cases = append(cases, expect{p, container, service, ns, wkKey, wkValue})
 		return p
 	}
@@ -99,11 +103,10 @@ func TestKubernetesNaming(t *testing.T) {
 	// Then the pod's own name.
 	bare := add(podSpec{namespace: "shop", name: "debug-shell", env: noEnv}, "app", "debug-shell", "shop", "", "")
 
-	for _, e := range cases {
-		if len(e.pod.pids) == 0 {
-			startProcesses(t, cg, burner, e.pod)
-			nameContainers(t, c, e.pod)
-		}
+	createPods(t, c, node, pods...)
+	for _, p := range pods {
+		startProcesses(t, cg, burner, p)
+		nameContainers(t, c, p)
 	}
 	// 6. A process in no pod: a cgroup whose path ends in no container ID.
 	hostPID := startInCgroup(t, noEnv, cg.dir(t, "system.slice/nxv-host.service"), burner, "the host").Cmd.Process.Pid
@@ -144,90 +147,97 @@ func TestKubernetesNaming(t *testing.T) {
 		t.Errorf("host process: want unknown_service:%s and no k8s attributes, got %v", burnerExe, o.attrs)
 	}
 
-	t.Run("pod created after the agent started", func(t *testing.T) {
-		late := createPod(t, c, node, podSpec{namespace: "shop", name: "late-5f4e3d2c1-lllll", owner: rsOf("late", "5f4e3d2c1"),
-			labels: withHash("5f4e3d2c1", nil), env: noEnv})
-		startProcesses(t, cg, burner, late)
-		pid := late.pids["app"]
-		// On a node the runtime starts the process and the kubelet then
-		// writes its container ID into the pod's status. Wait until the
-		// profiler reports the process (unenriched: no pod names its
-		// container yet), so that the 10 s below measure the enrichment
-		// (k8s_attributes' watch and cache), not how soon a niced new process
-		// on a busy machine is first sampled.
-		testenv.WaitFor(t, time.Minute, "a first (unenriched) profile of the late pod's process", func() (bool, error) {
-			return len(run.rec.of(pid)) > 0, nil
-		})
-		for _, o := range run.rec.of(pid) {
-			if o.attrs["k8s.pod.name"] != "" {
-				t.Fatalf("the late pod's process was enriched before its status named its container: %v", o.attrs)
-			}
-		}
-		nameContainers(t, c, late)
-		cpuAtNaming, _ := testenv.ReadProcStat(pid)
-		t.Cleanup(func() {
-			if t.Failed() {
-				lateDiagnosis(t, run.rec.of(pid), late, "app", cpuAtNaming)
-				t.Logf("the agent's k8s_attributes metrics:\n%s", run.k8sCounters())
-			}
-		})
-		// The bound is on the enrichment, measured from when the profiler
-		// took a profile's earliest sample: a profile whose samples were all
-		// taken more than 10 s after its pod's status named its container
-		// went through k8s_attributes after that, so it must be enriched.
-		// (Its arrival at the double can trail by a queue or a retry on a
-		// busy machine, which says nothing of the enrichment.) How soon the
-		// process is sampled again is the machine's business (niced, beside
-		// the other system tests on 2 cores): wait up to a minute for that.
-		const bound = 10 * time.Second
-		overdue := func(o observation) error {
-			if after := o.sampled.Sub(late.named); after > bound && o.attrs["k8s.pod.name"] == "" {
-				return fmt.Errorf("a profile of the late pod's process sampled %s after its status named its container (accepted %s after) is still without k8s attributes (bound %s): %v",
-					after.Round(10*time.Millisecond), o.at.Sub(late.named).Round(10*time.Millisecond), bound, o.attrs)
-			}
-			return nil
-		}
-		var first observation
-		testenv.WaitFor(t, time.Minute, "an enriched profile of the late pod after its status named its container", func() (bool, error) {
+	// The late pod and the deleted pod are apart (their own pods and
+	// processes): they run side by side, and both end before the API server
+	// stops.
+	t.Run("late and deleted pods", func(t *testing.T) {
+		t.Run("pod created after the agent started", func(t *testing.T) {
+			t.Parallel()
+			late := createPod(t, c, node, podSpec{namespace: "shop", name: "late-5f4e3d2c1-lllll", owner: rsOf("late", "5f4e3d2c1"),
+				labels: withHash("5f4e3d2c1", nil), env: noEnv})
+			startProcesses(t, cg, burner, late)
+			pid := late.pids["app"]
+			// On a node the runtime starts the process and the kubelet then
+			// writes its container ID into the pod's status. Wait until the
+			// profiler reports the process (unenriched: no pod names its
+			// container yet), so that the 10 s below measure the enrichment
+			// (k8s_attributes' watch and cache), not how soon a niced new process
+			// on a busy machine is first sampled.
+			testenv.WaitFor(t, time.Minute, "a first (unenriched) profile of the late pod's process", func() (bool, error) {
+				return len(run.rec.of(pid)) > 0, nil
+			})
 			for _, o := range run.rec.of(pid) {
-				if o.at.Before(late.named) {
-					continue
-				}
 				if o.attrs["k8s.pod.name"] != "" {
-					first = o
-					return true, nil
+					t.Fatalf("the late pod's process was enriched before its status named its container: %v", o.attrs)
 				}
+			}
+			nameContainers(t, c, late)
+			cpuAtNaming, _ := testenv.ReadProcStat(pid)
+			t.Cleanup(func() {
+				if t.Failed() {
+					lateDiagnosis(t, run.rec.of(pid), late, "app", cpuAtNaming)
+					t.Logf("the agent's k8s_attributes metrics:\n%s", run.k8sCounters())
+				}
+			})
+			// The bound is on the enrichment, measured from when the profiler
+			// took a profile's earliest sample: a profile whose samples were all
+			// taken more than 10 s after its pod's status named its container
+			// went through k8s_attributes after that, so it must be enriched.
+			// (Its arrival at the double can trail by a queue or a retry on a
+			// busy machine, which says nothing of the enrichment.) How soon the
+			// process is sampled again is the machine's business (niced, beside
+			// the other system tests on 2 cores): wait up to a minute for that.
+			const bound = 10 * time.Second
+			overdue := func(o observation) error {
+				if after := o.sampled.Sub(late.named); after > bound && o.attrs["k8s.pod.name"] == "" {
+					return fmt.Errorf("a profile of the late pod's process sampled %s after its status named its container (accepted %s after) is still without k8s attributes (bound %s): %v",
+						after.Round(10*time.Millisecond), o.at.Sub(late.named).Round(10*time.Millisecond), bound, o.attrs)
+				}
+				return nil
+			}
+			var first observation
+			testenv.WaitFor(t, time.Minute, "an enriched profile of the late pod after its status named its container", func() (bool, error) {
+				for _, o := range run.rec.of(pid) {
+					if o.at.Before(late.named) {
+						continue
+					}
+					if o.attrs["k8s.pod.name"] != "" {
+						first = o
+						return true, nil
+					}
+					if err := overdue(o); err != nil {
+						return false, err
+					}
+				}
+				return false, nil
+			})
+			for _, o := range run.rec.of(pid) {
 				if err := overdue(o); err != nil {
-					return false, err
+					t.Error(err)
 				}
 			}
-			return false, nil
+			checkPodResource(t, expect{late, "app", "late", "shop", "k8s.deployment.name", "late"}, node, first)
+			t.Logf("figure: pod status naming its container -> first enriched profile at the double: %s (reporter_interval 2s; bound %s on the enrichment)",
+				first.at.Sub(late.named).Round(10*time.Millisecond), bound)
 		})
-		for _, o := range run.rec.of(pid) {
-			if err := overdue(o); err != nil {
-				t.Error(err)
-			}
-		}
-		checkPodResource(t, expect{late, "app", "late", "shop", "k8s.deployment.name", "late"}, node, first)
-		t.Logf("figure: pod status naming its container -> first enriched profile at the double: %s (reporter_interval 2s; bound %s on the enrichment)",
-			first.at.Sub(late.named).Round(10*time.Millisecond), bound)
-	})
 
-	t.Run("pod deleted while its process runs", func(t *testing.T) {
-		pid := bare.pids["app"]
-		before := len(run.rec.of(pid))
-		c.kubectl(t, "-n", "shop", "delete", "pod", bare.spec.name, "--grace-period=0", "--force", "--wait=false")
-		run.waitProfilesSince(t, pid, time.Now(), "the deleted pod's process")
-		// Each profile is either still the pod's (k8s_attributes keeps a
-		// deleted pod for pod_delete_grace_period, 2 min by default) or, after
-		// that, the host process it now is: never a mix.
-		for _, o := range run.rec.of(pid)[before:] {
-			if o.attrs["k8s.pod.name"] != "" {
-				checkPodResource(t, expect{bare, "app", "debug-shell", "shop", "", ""}, node, o)
-			} else if o.attrs["service.name"] != "unknown_service:"+burnerExe || o.attrs["service.namespace"] != "" {
-				t.Errorf("deleted pod's process, unenriched: want unknown_service:%s without service.namespace, got %v", burnerExe, o.attrs)
+		t.Run("pod deleted while its process runs", func(t *testing.T) {
+			t.Parallel()
+			pid := bare.pids["app"]
+			before := len(run.rec.of(pid))
+			c.kubectl(t, "-n", "shop", "delete", "pod", bare.spec.name, "--grace-period=0", "--force", "--wait=false")
+			run.waitProfilesSince(t, pid, time.Now(), "the deleted pod's process")
+			// Each profile is either still the pod's (k8s_attributes keeps a
+			// deleted pod for pod_delete_grace_period, 2 min by default) or, after
+			// that, the host process it now is: never a mix.
+			for _, o := range run.rec.of(pid)[before:] {
+				if o.attrs["k8s.pod.name"] != "" {
+					checkPodResource(t, expect{bare, "app", "debug-shell", "shop", "", ""}, node, o)
+				} else if o.attrs["service.name"] != "unknown_service:"+burnerExe || o.attrs["service.namespace"] != "" {
+					t.Errorf("deleted pod's process, unenriched: want unknown_service:%s without service.namespace, got %v", burnerExe, o.attrs)
+				}
 			}
-		}
+		})
 	})
 
 	t.Run("API server stopped and restarted", func(t *testing.T) {

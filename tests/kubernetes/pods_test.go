@@ -48,10 +48,10 @@ var ownerAPIVersion = map[string]string{
 	"ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
 }
 
-// createOwner creates the workload object through the API and returns its
-// UID. Without a controller-manager nothing acts on it.
-func createOwner(t testing.TB, c *cluster, ns string, o owner, podLabels map[string]string) string {
-	t.Helper()
+// ownerObject is the workload object of a pod's owner, as its controller's
+// parent (a Deployment for a ReplicaSet, a CronJob for a Job) would have
+// made it. Without a controller-manager nothing acts on it.
+func ownerObject(ns string, o owner, podLabels map[string]string) map[string]any {
 	sel := map[string]string{"nxv-test-owner": o.name}
 	tmplLabels := map[string]string{"nxv-test-owner": o.name}
 	for k, v := range podLabels {
@@ -79,58 +79,128 @@ func createOwner(t testing.TB, c *cluster, ns string, o owner, podLabels map[str
 	default:
 		spec["selector"] = map[string]any{"matchLabels": sel}
 	}
-	obj := map[string]any{
+	return map[string]any{
 		"apiVersion": ownerAPIVersion[o.kind],
 		"kind":       o.kind,
 		"metadata":   map[string]any{"name": o.name, "namespace": ns},
 		"spec":       spec,
 	}
-	c.apply(t, toJSON(t, obj))
-	return strings.TrimSpace(c.kubectl(t, "-n", ns, "get", strings.ToLower(o.kind), o.name, "-o", "jsonpath={.metadata.uid}"))
 }
 
-// ensureNamespace creates ns if it is not there.
-func ensureNamespace(t testing.TB, c *cluster, ns string) {
-	t.Helper()
-	c.apply(t, toJSON(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
-}
-
-// createPod creates the pod (and its owner) through the API on node, without
-// status: no container is named yet.
+// createPod creates the pod (and its namespace and owner) through the API on
+// node, without status: no container is named yet.
 func createPod(t testing.TB, c *cluster, node string, s podSpec) *pod {
 	t.Helper()
-	ensureNamespace(t, c, s.namespace)
-	if len(s.containers) == 0 {
-		s.containers = []string{"app"}
-	}
-	meta := map[string]any{"name": s.name, "namespace": s.namespace}
-	if len(s.labels) > 0 {
-		meta["labels"] = s.labels
-	}
-	if len(s.annotations) > 0 {
-		meta["annotations"] = s.annotations
-	}
-	if s.owner != nil {
-		uid := createOwner(t, c, s.namespace, *s.owner, s.labels)
-		meta["ownerReferences"] = []any{map[string]any{
-			"apiVersion": ownerAPIVersion[s.owner.kind], "kind": s.owner.kind, "name": s.owner.name,
-			"uid": uid, "controller": true,
-		}}
-	}
-	var containers []any
-	for _, name := range s.containers {
-		containers = append(containers, map[string]any{"name": name, "image": "example.invalid/" + name + ":1"})
-	}
-	c.apply(t, toJSON(t, map[string]any{
-		"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-		"spec": map[string]any{"nodeName": node, "containers": containers},
-	}))
-	p := &pod{spec: s, ids: map[string]string{}, pids: map[string]int{}}
-	p.uid = strings.TrimSpace(c.kubectl(t, "-n", s.namespace, "get", "pod", s.name, "-o", "jsonpath={.metadata.uid}"))
-	for _, name := range s.containers {
-		p.ids[name] = randHex(t, 32)
-	}
+	p := &pod{spec: s}
+	createPods(t, c, node, p)
 	return p
+}
+
+// createPods creates the pods (their spec set), their namespaces and
+// owners through the API on node, without status, in two server-side
+// applies (namespaces and owners, then the pods, which name their owners'
+// UIDs), and sets each pod's UID and its containers' IDs.
+func createPods(t testing.TB, c *cluster, node string, pods ...*pod) {
+	t.Helper()
+	var first []any
+	namespaces := map[string]bool{}
+	for _, p := range pods {
+		if !namespaces[p.spec.namespace] {
+			namespaces[p.spec.namespace] = true
+			first = append(first, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": p.spec.namespace}})
+		}
+	}
+	owners := map[objectKey]bool{}
+	for _, p := range pods {
+		if o := p.spec.owner; o != nil && !owners[objectKey{o.kind, p.spec.namespace, o.name}] {
+			owners[objectKey{o.kind, p.spec.namespace, o.name}] = true
+			first = append(first, ownerObject(p.spec.namespace, *o, p.spec.labels))
+		}
+	}
+	uids := c.applyList(t, first)
+	var podObjs []any
+	for _, p := range pods {
+		s := &p.spec
+		if len(s.containers) == 0 {
+			s.containers = []string{"app"}
+		}
+		meta := map[string]any{"name": s.name, "namespace": s.namespace}
+		if len(s.labels) > 0 {
+			meta["labels"] = s.labels
+		}
+		if len(s.annotations) > 0 {
+			meta["annotations"] = s.annotations
+		}
+		if s.owner != nil {
+			uid := uids[objectKey{s.owner.kind, s.namespace, s.owner.name}]
+			if uid == "" {
+				t.Fatalf("no UID for the %s %s/%s the API server stored", s.owner.kind, s.namespace, s.owner.name)
+			}
+			meta["ownerReferences"] = []any{map[string]any{
+				"apiVersion": ownerAPIVersion[s.owner.kind], "kind": s.owner.kind, "name": s.owner.name,
+				"uid": uid, "controller": true,
+			}}
+		}
+		var containers []any
+		for _, name := range s.containers {
+			containers = append(containers, map[string]any{"name": name, "image": "example.invalid/" + name + ":1"})
+		}
+		podObjs = append(podObjs, map[string]any{
+			"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+			"spec": map[string]any{"nodeName": node, "containers": containers},
+		})
+	}
+	uids = c.applyList(t, podObjs)
+	for _, p := range pods {
+		p.uid = uids[objectKey{"Pod", p.spec.namespace, p.spec.name}]
+		if p.uid == "" {
+			t.Fatalf("no UID for the pod %s/%s the API server stored", p.spec.namespace, p.spec.name)
+		}
+		p.ids, p.pids = map[string]string{}, map[string]int{}
+		for _, name := range p.spec.containers {
+			p.ids[name] = randHex(t, 32)
+		}
+	}
+}
+
+// objectKey names an API object: kind, namespace, name.
+type objectKey struct{ kind, namespace, name string }
+
+// applyList applies the objects, in order, as one List (server-side, strict
+// field validation) and returns the UID of each object the API server
+// stored.
+func (c *cluster) applyList(t testing.TB, objs []any) map[objectKey]string {
+	t.Helper()
+	out, err := c.kubectlIn(toJSON(t, map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}),
+		"apply", "--server-side", "--field-manager=test", "--validate=strict", "-o", "json", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type object struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace, Name, UID string
+		} `json:"metadata"`
+	}
+	var list struct {
+		object
+		Items []object `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("kubectl apply -o json: %v:\n%s", err, out)
+	}
+	items := list.Items
+	if list.Kind != "List" {
+		items = []object{list.object} // kubectl prints a single object as itself
+	}
+	uids := map[objectKey]string{}
+	for _, o := range items {
+		uids[objectKey{o.Kind, o.Metadata.Namespace, o.Metadata.Name}] = o.Metadata.UID
+	}
+	if len(uids) != len(objs) {
+		t.Fatalf("applied %d objects, the API server answered with %d:\n%s", len(objs), len(uids), out)
+	}
+	return uids
 }
 
 // startProcesses starts one burner per container of p, each in a cgroup
