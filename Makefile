@@ -205,13 +205,11 @@ system-tests:
 	[ -z "$$failed" ] || { echo "make test: system tests failed:$$failed (logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
 
 # typecheck: the distribution and our packages type-check for each of
-# TYPECHECK_TARGETS (see above).
+# TYPECHECK_TARGETS (see above), in one process that parses each file once.
 .PHONY: typecheck
 typecheck: sources $(TYPECHECK)
-	@set -e; for t in $(TYPECHECK_TARGETS); do \
-		GOOS=$${t%/*} GOARCH=$${t#*/} $(TYPECHECK) -C $(BUILD_DIR) . \
-			$(patsubst ./%,github.com/nexovue/otelcol-nexovue/%,$(OUR_PACKAGES)); \
-	done
+	@$(TYPECHECK) -targets "$(TYPECHECK_TARGETS)" -C $(BUILD_DIR) . \
+		$(patsubst ./%,github.com/nexovue/otelcol-nexovue/%,$(OUR_PACKAGES))
 
 # windows-test-binary: the small Windows binary TestWindowsValidateUnderWine
 # runs under Wine (internal/buildtools/wine-builder.yaml says what it holds
