@@ -53,14 +53,10 @@ func wineProfile() pprofile.Profiles {
 	return pd
 }
 
-// windowsProfileView: the Windows binary, under Wine (in the prefix of
-// TestWindowsValidateUnderWine: making one takes most of a minute), with an
-// OTLP receiver and the profile view: a profile posted over OTLP shows on
-// the index, and its flame graph page names the function.
-func windowsProfileView(t *testing.T, exe, wine, prefix string, env []string) {
-	otlpAddr, viewAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	config := filepath.Join(t.TempDir(), "view.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
+// wineViewConfig is the configuration of the view test: an OTLP receiver on
+// otlpAddr, the profile view on viewAddr.
+func wineViewConfig(otlpAddr, viewAddr string) string {
+	return fmt.Sprintf(`
 receivers:
   otlp:
     protocols:
@@ -77,11 +73,21 @@ service:
     profiles:
       receivers: [otlp]
       exporters: [profileview]
-`, otlpAddr, viewAddr)), 0o600); err != nil {
+`, otlpAddr, viewAddr)
+}
+
+// windowsProfileView: the Windows binary, under Wine (in the prefix of
+// TestWindowsValidateUnderWine), with an
+// OTLP receiver and the profile view: a profile posted over OTLP shows on
+// the index, and its flame graph page names the function.
+func windowsProfileView(t *testing.T, exe, wine, prefix string, env []string) {
+	otlpAddr, viewAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	config := filepath.Join(t.TempDir(), "view.yaml")
+	if err := os.WriteFile(config, []byte(wineViewConfig(otlpAddr, viewAddr)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	col := testenv.Start(t, append(env, "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml="),
-		wine, exe, "--config", winPath(config), testenv.FeatureGate)
+	start := time.Now()
+	col := testenv.Start(t, append(env, wineEnv(prefix)...), wine, exe, "--config", winPath(config), testenv.FeatureGate)
 
 	body, err := pprofileotlp.NewExportRequestFromProfiles(wineProfile()).MarshalProto()
 	if err != nil {
@@ -90,7 +96,7 @@ service:
 	client := &http.Client{Timeout: 10 * time.Second}
 	testenv.WaitFor(t, 3*time.Minute, "the Windows binary's OTLP receiver to take the profile", func() (bool, error) {
 		if done, err := col.Exited(); done {
-			return false, fmt.Errorf("otelcol-nexovue.exe exited (%v):\n%s", err, col.Output())
+			return false, fmt.Errorf("%s exited (%v):\n%s", filepath.Base(exe), err, col.Output())
 		}
 		resp, err := client.Post("http://"+otlpAddr+"/v1development/profiles", "application/x-protobuf", bytes.NewReader(body))
 		if err != nil {
@@ -99,6 +105,7 @@ service:
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+	t.Logf("%s took the profile %.1fs after its start under Wine", filepath.Base(exe), time.Since(start).Seconds())
 	get := func(path string) string {
 		resp, err := client.Get("http://" + viewAddr + path)
 		if err != nil {
