@@ -134,6 +134,7 @@ func (rt *recordingTransport) trips() []roundTrip {
 // that time; the only requests the double sees early are those that had left
 // while the 429 was on its way back. Every sample arrives exactly once.
 func TestEndToEndRetryAfter(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	for _, httpDate := range []bool{false, true} {
 		name := "delay-seconds"
 		if httpDate {

@@ -261,6 +261,7 @@ var retryAfterForms = []retryAfterCase{
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		for _, form := range retryAfterForms {
 			t.Run(http.StatusText(code)+"/"+form.name, func(t *testing.T) {
@@ -315,6 +316,7 @@ func TestUnparseableRetryAfterFallsBackToBackoff(t *testing.T) {
 }
 
 func TestRetryAfterHoldsBackConcurrentConsumers(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	for _, form := range retryAfterForms {
 		t.Run(form.name, func(t *testing.T) {
 			var (

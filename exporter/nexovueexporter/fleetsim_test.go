@@ -343,10 +343,12 @@ func runFleetSims(t *testing.T, retryAfter time.Duration) {
 }
 
 func TestFleetSimConvergesWithRetryAfter(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	runFleetSims(t, time.Second)
 }
 
 func TestFleetSimConvergesWithoutRetryAfter(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	runFleetSims(t, 0)
 }
 
@@ -382,6 +384,7 @@ func burstFigures(t *testing.T, name string, res simResult, collectors int) {
 // TestFleetSimDrainsABurst: the fleet of the e2e burst test on a virtual
 // clock (issue 29, item 5), with the busy-period figures.
 func TestFleetSimDrainsABurst(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
 	for _, jitter := range simLatencies {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("latency_up_to_%s/seed_%d", jitter, seed), func(t *testing.T) {
