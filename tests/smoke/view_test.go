@@ -69,8 +69,12 @@ func firstService(ctx context.Context, url string) (first, table string, err err
 // flameGraphHas opens the flame graph of service and profile type (the
 // index's own link) and reports whether a node of the rendered graph (a box
 // pprof's script drew, not the HTML source) names fn; it saves a screenshot.
+// An index without that link yet (the type has not arrived) is a "not yet"
+// at once: waiting in the browser for the link to appear would not see a
+// later index, only time out.
 func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn, shot string) (bool, string) {
-	sel := chromedp.CSS(fmt.Sprintf(`tr.service[data-service=%q] span.type[data-type=%q] a.flamegraph`, service, ptype))
+	css := fmt.Sprintf(`tr.service[data-service=%q] span.type[data-type=%q] a.flamegraph`, service, ptype)
+	sel := chromedp.CSS(css)
 	c, cancel := within(ctx, 60*time.Second)
 	defer cancel()
 	var href string
@@ -78,11 +82,11 @@ func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn,
 		if err := chromedp.Do(c, chromedp.Navigate(index)); err != nil {
 			return nil, err
 		}
-		attr, err := chromedp.Run(c, chromedp.AttributeValue(sel, "href"))
-		if err != nil {
+		var err error
+		href, err = chromedp.Run(c, chromedp.Evaluate[string](fmt.Sprintf(`(() => { const a = document.querySelector(%q); return a ? a.getAttribute('href') : ''; })()`, css)))
+		if err != nil || href == "" {
 			return nil, err
 		}
-		href = attr.Value
 		if err := chromedp.Do(c, chromedp.Click(sel), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
 			return nil, err
 		}
@@ -90,6 +94,9 @@ func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn,
 	}()
 	if err != nil {
 		return false, fmt.Sprintf("flame graph of %s %s (%s): %v", service, ptype, href, err)
+	}
+	if href == "" {
+		return false, fmt.Sprintf("the index has no %s flame graph link for %s yet", ptype, service)
 	}
 	for _, n := range nodes {
 		if strings.Contains(n, fn) {
