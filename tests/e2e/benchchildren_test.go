@@ -163,6 +163,7 @@ func lastLines(s string) string {
 // SIGINT to the group, as Ctrl-C does. The children are in groups of their
 // own, so the group's signal does not reach them.
 func TestBenchHarnessLeavesNothing(t *testing.T) {
+	t.Parallel() // see main_test.go
 	testenv.Binary(t)
 	for _, tc := range []struct {
 		name string

@@ -345,6 +345,7 @@ func (tr *gatewayTier) waitTraffic(ip string, from int64, d time.Duration, what 
 // more requests within the same bound; another is stopped with SIGTERM
 // (scale-in); the ingest double receives every sample the agents accepted.
 func TestGatewayTierScales(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}})
 	var sent int64
 	figures(t, "gateway-tier", srv, &sent)
@@ -439,6 +440,7 @@ func TestGatewayTierScales(t *testing.T) {
 // over yet stays in the agent's queue and arrives through the replica
 // started after it. The figure: samples drained and the time it took.
 func TestGatewayDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel() // see main_test.go
 	const limit = 2000
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}, SamplesPerSecond: limit, RetryAfter: time.Second})
 	var sent int64

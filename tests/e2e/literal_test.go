@@ -32,10 +32,7 @@ const keptBodies = 64
 // compiles against, has literal non-empty keys on every resource and scope
 // attribute, and none is refused.
 func TestLiteralAttributesEBPF(t *testing.T) {
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "") // restored when the test ends
-		require.NoError(t, os.Unsetenv(v))
-	}
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, KeepBodies: keptBodies})
 	sent := int64(-1)
@@ -69,6 +66,7 @@ exporters:
 // attribute_encoding: literal in place of otlphttp/nexovue, with the checks
 // of TestPprofDocsConfig and of TestLiteralAttributesEBPF.
 func TestLiteralAttributesPprof(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := pprofEndToEnd(t, "literal-pprof", filepath.Join("tests", "testdata", "pprof-docs.yaml"), func(target, ingestURL, sink string) (string, []string) {
 		return docsReceivers(target) + fmt.Sprintf(`
 exporters:

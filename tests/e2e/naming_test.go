@@ -24,10 +24,7 @@ const hotFunction = "main.nexovueSmokeHotLoop"
 // only OTEL_RESOURCE_ATTRIBUTES. The file exporter next to the nexovue one
 // (startAgent) shows the resource attributes the double does not keep.
 func TestNamingWithEBPF(t *testing.T) {
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "") // restored when the test ends
-		require.NoError(t, os.Unsetenv(v))
-	}
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)

@@ -50,11 +50,8 @@ func kernelHasKprobes() bool {
 // CONFIG_KPROBES and the setting exactly once, reports the gauge at 0, and
 // a CPU burner's on-CPU profiles arrive at the double as usual.
 func TestOffCPUAskedWithoutKprobes(t *testing.T) {
+	t.Parallel() // see main_test.go
 	require.False(t, kernelHasKprobes(), "this test needs a kernel without kprobes (CONFIG_KPROBES not set), as the CI machine's; this one has them: TestOffCPUThroughAgentAndGateway and the receiver's unit tests cover the rest")
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "")
-		require.NoError(t, os.Unsetenv(v))
-	}
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "off-cpu-without-kprobes", srv, &sent)
@@ -156,6 +153,7 @@ func scrapeGauge(t *testing.T, env []string, name string) string {
 // double, each service's off-CPU nanoseconds are exactly what was sent, the
 // CPU samples too, and the connector's profile.off_cpu.time equals the sum.
 func TestOffCPUThroughAgentAndGateway(t *testing.T) {
+	t.Parallel() // see main_test.go
 	const key = "nxk-e2e-offcpu-key"
 	const maxFrames = 5000
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})

@@ -29,10 +29,7 @@ import (
 //   - the filtered pipeline got exactly the unfiltered one's samples of every
 //     process but the dropped executable, which it got none of.
 func TestProfileMetricsWithEBPF(t *testing.T) {
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "")
-		require.NoError(t, os.Unsetenv(v))
-	}
+	t.Parallel() // see main_test.go
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1_000_000_000, 36)
 	service := "nxv-pm-burn-" + suffix
 	dropExe := "nxv-pm-drop-" + suffix

@@ -239,6 +239,7 @@ func (r *routeLoad) complete(ns string) bool {
 //     restarted meanwhile (its queue on disk); after the key is restored
 //     payments' samples arrive. Nothing lost or duplicated, per key.
 func TestRoutingKeysKeptApart(t *testing.T) {
+	t.Parallel() // see main_test.go
 	const (
 		perBatch = 300 // 100 samples per team
 		interval = 100 * time.Millisecond
