@@ -70,15 +70,24 @@ func builtFile(t testing.TB, env, name string) string {
 func BuildGo(t testing.TB, dir, name string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
+	if err := BuildGoTo(dir, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// BuildGoTo is BuildGo writing the executable to out, with an error in
+// place of failing a test: for builds run at once on goroutines of their own.
+func BuildGoTo(dir, out string) error {
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	if err := RunCmd(cmd); err != nil {
-		t.Fatalf("go build %s: %v\n%s", dir, err, b.String())
+		return fmt.Errorf("go build %s: %v\n%s", dir, err, b.String())
 	}
-	return out
+	return nil
 }
 
 // Process is a program started by a test; it is stopped when the test ends.
