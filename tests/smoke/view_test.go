@@ -153,7 +153,9 @@ func pprofTop(t *testing.T, url, file string, flags ...string) (string, string) 
 // chromium the index lists the program's service first, its on-CPU flame
 // graph has the hot function as a node, and the downloaded file's
 // `go tool pprof -top` has it first. It logs the time from the script's
-// start to that flame graph.
+// start to that flame graph. It is the package's one test that does not
+// call t.Parallel: go test runs it first and alone, since its service must
+// be the busiest on the host (the others' programs would compete).
 func TestViewInBrowser(t *testing.T) {
 	testenv.RequireTracefs(t)
 	ctx := browser(t)
@@ -223,6 +225,7 @@ func TestViewInBrowser(t *testing.T) {
 // index lists it first, its CPU flame graph has main.burnCPU as a node, and
 // the download's `go tool pprof -top -show=^main\.` has it first.
 func TestViewInBrowserPprof(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	ctx := browser(t)
 	dir := artifacts(t)
 	root := testenv.RepoRoot(t)
@@ -279,6 +282,7 @@ service:
 // profiles reveal code paths; no token or a wrong one gets 401 and the right
 // one the index.
 func TestViewBearerToken(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	const token = "nxv-view-token-5b1f"
 	otlpAddr, viewPort := testenv.FreeAddr(t), testenv.FreePort(t)
 	config := filepath.Join(t.TempDir(), "view.yaml")
