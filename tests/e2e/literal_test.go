@@ -51,8 +51,8 @@ exporters:
   nexovue:
     attribute_encoding: literal
 `)
-	testenv.StartCollector(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), testenv.CollectorOptions{
-		Env: agentEnv(t, srv.URL(), dir), EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	startEBPFCollector(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), testenv.CollectorOptions{
+		Env: agentEnv(t, srv.URL(), dir), Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 
 	testenv.WaitFor(t, 90*time.Second, service+" with "+hotFunction+" and 3 accepted requests at the double", func() (bool, error) {

@@ -71,11 +71,9 @@ receivers:
     reporter_interval: 2s
 `)
 	env := agentEnv(t, srv.URL(), dir)
-	start := time.Now()
-	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	p, ready := startEBPFCollectorTimed(t, agent, testenv.CollectorOptions{
+		Env: env, Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
-	ready := time.Since(start)
 
 	burner := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-offcpu-burn")
 	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner)

@@ -65,7 +65,7 @@ func TestProfileMetricsWithEBPF(t *testing.T) {
 	}
 	b, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
-	collector := testenv.StartCollector(t, writeFile(t, dir, "collector.yaml", string(b)), testenv.CollectorOptions{EBPF: true})
+	collector := startEBPFCollector(t, writeFile(t, dir, "collector.yaml", string(b)), testenv.CollectorOptions{})
 
 	// Start the programs once the profiler reports, so that it is up.
 	testenv.WaitFor(t, 90*time.Second, "the profiler's first profiles", func() (bool, error) {

@@ -189,7 +189,7 @@ func TestViewInBrowser(t *testing.T) {
 	})
 
 	var table, why string
-	lastSeen(t, &why)
+	testenv.LastSeen(t, &why)
 	var firstAt time.Duration
 	testenv.WaitFor(t, 150*time.Second, service+" first in the view's index, with its flame graph naming main.nexovueSmokeHotLoop", func() (bool, error) {
 		if done, err := runLocal.Exited(); done {
@@ -259,7 +259,7 @@ service:
 	})
 	url := "http://" + viewAddr + "/"
 	var why string
-	lastSeen(t, &why)
+	testenv.LastSeen(t, &why)
 	testenv.WaitFor(t, 90*time.Second, "checkout-view first in the index, its CPU flame graph naming main.burnCPU", func() (bool, error) {
 		first, table, err := firstService(ctx, url)
 		if err != nil || first != "checkout-view" {
@@ -333,13 +333,4 @@ service:
 	code, body := status("Bearer " + token)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "No profiles in the window")
-}
-
-// lastSeen logs *seen, what the last try of a wait saw, when the test fails.
-func lastSeen(t *testing.T, seen *string) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", *seen)
-		}
-	})
 }
