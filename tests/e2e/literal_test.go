@@ -55,7 +55,7 @@ exporters:
 		Env: agentEnv(t, srv.URL(), dir), Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 
-	testenv.WaitFor(t, 90*time.Second, service+" with "+hotFunction+" and 3 accepted requests at the double", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, service+" with "+hotFunction+" and 3 accepted requests at the double", func() (bool, error) {
 		return hasFunction(srv.TopLeafFunctions(service, 5), hotFunction) && len(srv.AcceptedBodies()) >= 3, nil
 	})
 	requireLiteralRequests(t, "literal-ebpf", srv, service)

@@ -46,7 +46,7 @@ func TestNamingWithEBPF(t *testing.T) {
 	// sample may be in the kernel).
 	var seen string
 	testenv.LastSeen(t, &seen)
-	testenv.WaitFor(t, 90*time.Second, "checkout and "+anonService+" (with "+hotFunction+") and billing at the double", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, "checkout and "+anonService+" (with "+hotFunction+") and billing at the double", func() (bool, error) {
 		byService := srv.ServiceSamples()
 		seen = fmt.Sprintf("samples per service %v; top leaf functions of %s: %v", byService, anonService, srv.TopLeafFunctions(anonService, 5))
 		return hasFunction(srv.TopLeafFunctions("checkout", 5), hotFunction) &&

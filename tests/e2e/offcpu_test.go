@@ -77,7 +77,7 @@ receivers:
 
 	burner := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-offcpu-burn")
 	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner)
-	testenv.WaitFor(t, 90*time.Second, service+"'s on-CPU samples with "+hotFunction+" at the double", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, service+"'s on-CPU samples with "+hotFunction+" at the double", func() (bool, error) {
 		if ok, err := p.Exited(); ok {
 			return false, fmt.Errorf("the collector exited (%v)", err)
 		}
