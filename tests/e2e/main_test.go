@@ -10,10 +10,11 @@ import (
 // defaultParallel is how many of the package's tests marked t.Parallel()
 // run at once when -test.parallel is not given (go test's default is
 // GOMAXPROCS, 2 on CI). They spend most of their time waiting for what a
-// collector sends every reporter interval, not computing: on 2026-12-04,
-// 4 at once took the parallel ones from N s one after the other to M s on
-// this 2-core machine (see the Makefile's system-tests).
-const defaultParallel = 4
+// collector sends every reporter interval, not computing; the tests whose
+// figures need the CPU (pacing, throttling, the gateway tier, the bench
+// harness) do not call t.Parallel, so go test runs them first, one at a
+// time. The eBPF agents start one at a time (startEBPFCollector).
+const defaultParallel = 3
 
 // TestMain clears the environment every test's collectors and programs
 // inherit of OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (a CI job or a
