@@ -149,7 +149,7 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		end = max(end, s.EndUnixNano)
 	}
 	var events []linkedEvent
-	testenv.WaitFor(t, time.Minute, "samples after the last span", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, "samples after the last span", func() (bool, error) {
 		var err error
 		events, err = hotEvents(sinkPath, sb.service, tid)
 		for _, e := range events {
