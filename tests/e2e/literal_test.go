@@ -40,7 +40,9 @@ func TestLiteralAttributesEBPF(t *testing.T) {
 
 	service := fmt.Sprintf("nxv-literal-%d", os.Getpid())
 	burner := testenv.BuildGo(t, filepath.Join(root, "tests", "smoke", "testdata", "smokeburner"), "nxv-literal")
-	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner)
+	// Until the test ends (at most 15 min, not its default 2): the agent
+	// may wait for other tests' agents to start (startEBPFCollector).
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner, "900")
 
 	dir := t.TempDir()
 	overlay := writeFile(t, dir, "overlay.yaml", `

@@ -33,10 +33,12 @@ func TestNamingWithEBPF(t *testing.T) {
 	checkout := testenv.BuildGo(t, filepath.Join(root, "tests", "smoke", "testdata", "smokeburner"), "nxv-checkout")
 	anon := copyExecutable(t, checkout, "nxv-anon")
 	billing := copyExecutable(t, checkout, "nxv-billing")
-	// nice: three CPU burners on a shared machine.
-	testenv.Start(t, []string{"OTEL_SERVICE_NAME=checkout"}, "nice", "-n", "10", checkout)
-	testenv.Start(t, nil, "nice", "-n", "10", anon)
-	testenv.Start(t, []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=billing,service.namespace=shop"}, "nice", "-n", "10", billing)
+	// nice: three CPU burners on a shared machine, until the test ends (at
+	// most 15 min, not their default 2: the agent may wait for other tests'
+	// agents to start, startEBPFCollector).
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=checkout"}, "nice", "-n", "10", checkout, "900")
+	testenv.Start(t, nil, "nice", "-n", "10", anon, "900")
+	testenv.Start(t, []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=billing,service.namespace=shop"}, "nice", "-n", "10", billing, "900")
 
 	sinkPath, _ := startAgent(t, srv)
 
