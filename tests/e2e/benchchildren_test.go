@@ -163,6 +163,8 @@ func lastLines(s string) string {
 // SIGINT to the group, as Ctrl-C does. The children are in groups of their
 // own, so the group's signal does not reach them.
 func TestBenchHarnessLeavesNothing(t *testing.T) {
+	// Not parallel with the other tests: its three runs build and run the
+	// benchmark harness at once, which takes the machine's CPU.
 	testenv.Binary(t)
 	for _, tc := range []struct {
 		name string

@@ -97,6 +97,7 @@ func mappingFile(d pprofile.ProfilesDictionary, loc pprofile.Location) (string, 
 // the lines readelf gives for the sampled addresses; libc's frames are
 // named from its debug file, with file and line.
 func TestDebugInfoWithEBPF(t *testing.T) {
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)

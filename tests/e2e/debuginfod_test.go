@@ -51,6 +51,7 @@ int main(void) {
 // file fetched off the batch path; its frames in the vDSO are named from
 // its [vdso] mapping.
 func TestDebuginfodEndToEnd(t *testing.T) {
+	t.Parallel() // see main_test.go
 	for _, tool := range []string{"unshare", "ip", "debuginfod", "gcc", "objcopy", "strip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (make prereqs installs it): %v", tool, err)

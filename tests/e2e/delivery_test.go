@@ -93,6 +93,7 @@ func TestThrottle429PathLosesNothing(t *testing.T) {
 // TestFramesSplitBelowLimit sends one batch of 3,000,000 frames: frame_limit
 // (and the exporter) split it so that no request exceeds 1,000,000 frames.
 func TestFramesSplitBelowLimit(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "frames", srv, &sent)
@@ -116,6 +117,7 @@ func TestFramesSplitBelowLimit(t *testing.T) {
 // TestOutageRecovers: the ingest drops connections, then answers 503, then
 // recovers; every seq arrives once.
 func TestOutageRecovers(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "outage", srv, &sent)
@@ -146,6 +148,7 @@ func TestOutageRecovers(t *testing.T) {
 // queue on disk, accepts data and is killed with SIGKILL; started again on
 // the same storage, it delivers everything once the ingest is back.
 func TestRestartKeepsQueue(t *testing.T) {
+	t.Parallel()                // see main_test.go
 	port := testenv.FreePort(t) // the ingest's, down for now
 	srv := ingest.New(ingest.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Keys: []string{testKey}})
 	var sent int64

@@ -41,6 +41,7 @@ func sinkBatches(path string) ([]pprofile.Profiles, error) {
 // the program are all named, those in its code with readelf's frames
 // (the inlined function, then its caller, with their lines).
 func TestDebugInfoExitedProcess(t *testing.T) {
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)

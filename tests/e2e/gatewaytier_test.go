@@ -345,6 +345,9 @@ func (tr *gatewayTier) waitTraffic(ip string, from int64, d time.Duration, what 
 // more requests within the same bound; another is stopped with SIGTERM
 // (scale-in); the ingest double receives every sample the agents accepted.
 func TestGatewayTierScales(t *testing.T) {
+	// Not parallel: the quiet after a gateway leaves the name and the
+	// shares are read from 10,000 samples a second through five collectors,
+	// which tests beside it delayed by seconds on a loaded machine.
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}})
 	var sent int64
 	figures(t, "gateway-tier", srv, &sent)
@@ -439,6 +442,7 @@ func TestGatewayTierScales(t *testing.T) {
 // over yet stays in the agent's queue and arrives through the replica
 // started after it. The figure: samples drained and the time it took.
 func TestGatewayDrainsOnSIGTERM(t *testing.T) {
+	// Not parallel either: its figure is a drain rate (see TestGatewayTierScales).
 	const limit = 2000
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}, SamplesPerSecond: limit, RetryAfter: time.Second})
 	var sent int64

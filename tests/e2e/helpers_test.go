@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,8 +282,39 @@ service:
 `, interval, sinkPath)+strings.Join(extra, "\n"))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
-	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate}, Wrap: wrap,
+	p := startEBPFCollector(t, agent, testenv.CollectorOptions{
+		Env: env, Args: []string{"--config", overlay, testenv.FeatureGate}, Wrap: wrap,
 	})
 	return sinkPath, p
+}
+
+// ebpfStarts lets one collector with the eBPF profiler start at a time in
+// this process: its start-up (loading and verifying the profiler's eBPF
+// programs) is what takes the CPU, and on 2026-12-04 several started at
+// once by tests running in parallel on a loaded machine took more than a
+// minute each; one at a time they took 2 to 40 s.
+var ebpfStarts sync.Mutex
+
+// ebpfReadyWithin bounds the start-up of one such collector.
+const ebpfReadyWithin = 3 * time.Minute
+
+// startEBPFCollector is testenv.StartCollector for a config with the eBPF
+// profiler (opts.EBPF is set), once no other such collector of this
+// process is starting.
+func startEBPFCollector(t testing.TB, config string, opts testenv.CollectorOptions) *testenv.Process {
+	t.Helper()
+	p, _ := startEBPFCollectorTimed(t, config, opts)
+	return p
+}
+
+// startEBPFCollectorTimed is startEBPFCollector, and returns how long the
+// collector took to be ready (not counting the wait for the others).
+func startEBPFCollectorTimed(t testing.TB, config string, opts testenv.CollectorOptions) (*testenv.Process, time.Duration) {
+	t.Helper()
+	opts.EBPF, opts.ReadyWithin = true, ebpfReadyWithin
+	ebpfStarts.Lock()
+	defer ebpfStarts.Unlock() // also when the start fails the test (runtime.Goexit)
+	start := time.Now()
+	p := testenv.StartCollector(t, config, opts)
+	return p, time.Since(start)
 }

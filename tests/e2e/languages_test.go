@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,8 +48,10 @@ type language struct {
 	// hot is the hot function's name as it appears in the stacks.
 	hot string
 	// command builds what needs building in dir and returns the command line
-	// that burns CPU for the given seconds.
-	command func(t *testing.T, dir, src string, secs int) []string
+	// that burns CPU for the given seconds. The runtimes are prepared at
+	// once, each on a goroutine of its own: it returns an error rather than
+	// failing the test.
+	command func(dir, src string, secs int) ([]string, error)
 	// limitation, when set, is a known limitation: the hot function is
 	// never in the stacks and the symptom is what a user sees instead.
 	limitation *limitation
@@ -86,17 +90,17 @@ func languages() []language {
 	return []language{
 		{
 			name: "go", version: []string{"go", "version"}, hot: hotFunction,
-			command: func(t *testing.T, dir, src string, secs int) []string {
+			command: func(dir, src string, secs int) ([]string, error) {
 				burner := filepath.Join(src, "..", "..", "..", "smoke", "testdata", "smokeburner")
-				return []string{testenv.BuildGo(t, burner, "nxv-lang-go"), fmt.Sprint(secs)}
+				bin := filepath.Join(dir, "nxv-lang-go")
+				return []string{bin, fmt.Sprint(secs)}, testenv.BuildGoTo(burner, bin)
 			},
 		},
 		{
 			name: "c", version: []string{"gcc", "--version"}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
+			command: func(dir, src string, secs int) ([]string, error) {
 				bin := filepath.Join(dir, "nxv-lang-c")
-				run(t, dir, "gcc", "-g", "-O1", "-fno-omit-frame-pointer", "-o", bin, filepath.Join(src, "burn.c"))
-				return []string{bin, fmt.Sprint(secs)}
+				return []string{bin, fmt.Sprint(secs)}, runStep(dir, "gcc", "-g", "-O1", "-fno-omit-frame-pointer", "-o", bin, filepath.Join(src, "burn.c"))
 			},
 			// The eBPF profiler sends native frames as an address in a
 			// mapping; the symbolize processor of the agent pipeline names
@@ -104,42 +108,40 @@ func languages() []language {
 		},
 		{
 			name: "cpp", version: []string{"g++", "--version"}, hot: "nxv::Burner::hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
+			command: func(dir, src string, secs int) ([]string, error) {
 				bin := filepath.Join(dir, "nxv-lang-cpp")
-				run(t, dir, "g++", "-O1", "-fno-omit-frame-pointer", "-o", bin, filepath.Join(src, "burn.cpp"))
-				return []string{bin, fmt.Sprint(secs)}
+				return []string{bin, fmt.Sprint(secs)}, runStep(dir, "g++", "-O1", "-fno-omit-frame-pointer", "-o", bin, filepath.Join(src, "burn.cpp"))
 			},
 			// Built without -g: the symbol table names it, demangled.
 		},
 		{
 			name: "python", version: []string{"/usr/bin/python3", "--version"}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/python3", filepath.Join(src, "burn.py"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/python3", filepath.Join(src, "burn.py"), fmt.Sprint(secs)}, nil
 			},
 		},
 		{
 			name: "nodejs", version: []string{"/usr/bin/node", "--version"}, hot: "nxvHot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/node", filepath.Join(src, "burn.js"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/node", filepath.Join(src, "burn.js"), fmt.Sprint(secs)}, nil
 			},
 		},
 		{
 			name: "java", version: []string{"/usr/bin/java", "-version"}, hot: "nxvHot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				run(t, dir, "/usr/bin/javac", "-d", dir, filepath.Join(src, "NxvBurn.java"))
-				return []string{"/usr/bin/java", "-cp", dir, "NxvBurn", fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/java", "-cp", dir, "NxvBurn", fmt.Sprint(secs)}, runStep(dir, "/usr/bin/javac", "-d", dir, filepath.Join(src, "NxvBurn.java"))
 			},
 		},
 		{
 			name: "php", version: []string{"/usr/bin/php", "--version"}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/php", filepath.Join(src, "burn.php"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/php", filepath.Join(src, "burn.php"), fmt.Sprint(secs)}, nil
 			},
 		},
 		{
 			name: "perl", version: []string{"/usr/bin/perl", "-e", `print "perl $^V\n"`}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/perl", filepath.Join(src, "burn.pl"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/perl", filepath.Join(src, "burn.pl"), fmt.Sprint(secs)}, nil
 			},
 			// Perl >= 5.22 keeps a sub of package main that is defined before
 			// anything refers to it as a bare code reference in the stash
@@ -155,14 +157,14 @@ func languages() []language {
 		},
 		{
 			name: "perl-package", version: []string{"/usr/bin/perl", "-e", `print "perl $^V\n"`}, hot: "NxvBurn::nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/perl", filepath.Join(src, "burn_package.pl"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/perl", filepath.Join(src, "burn_package.pl"), fmt.Sprint(secs)}, nil
 			},
 		},
 		{
 			name: "ruby", version: []string{"/usr/bin/ruby", "--version"}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				return []string{"/usr/bin/ruby", filepath.Join(src, "burn.rb"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/ruby", filepath.Join(src, "burn.rb"), fmt.Sprint(secs)}, nil
 			},
 			// The profiler looks for ruby_current_ec only in .symtab, which
 			// Debian strips from libruby 3.1.2; reading libruby's TLS block
@@ -188,9 +190,9 @@ func languages() []language {
 			// ruby_current_ec (objcopy): what the profiler needs to name
 			// Ruby frames (see the "ruby" entry).
 			name: "ruby-symtab", version: []string{"/usr/bin/ruby", "--version"}, hot: "nxv_hot",
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				lib := rubyWithSymtab(t, dir)
-				return []string{"env", "LD_LIBRARY_PATH=" + lib, "/usr/bin/ruby", filepath.Join(src, "burn.rb"), fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				lib, err := rubyWithSymtab(dir)
+				return []string{"env", "LD_LIBRARY_PATH=" + lib, "/usr/bin/ruby", filepath.Join(src, "burn.rb"), fmt.Sprint(secs)}, err
 			},
 		},
 		{
@@ -200,9 +202,8 @@ func languages() []language {
 			// where the others send hundreds): five show the symptom.
 			minSamples: 5,
 			unniced:    true,
-			command: func(t *testing.T, dir, src string, secs int) []string {
-				run(t, dir, "/usr/bin/erlc", "-o", dir, filepath.Join(src, "nxv_burn.erl"))
-				return []string{"/usr/bin/erl", "-noshell", "-pa", dir, "-s", "nxv_burn", "main", fmt.Sprint(secs)}
+			command: func(dir, src string, secs int) ([]string, error) {
+				return []string{"/usr/bin/erl", "-noshell", "-pa", dir, "-s", "nxv_burn", "main", fmt.Sprint(secs)}, runStep(dir, "/usr/bin/erlc", "-o", dir, filepath.Join(src, "nxv_burn.erl"))
 			},
 			// The profiler's BEAM support reads the static symbol r of
 			// beam_ranges.c, which Debian's stripped beam.smp lacks; past
@@ -247,17 +248,15 @@ func languages() []language {
 // function in most of its stacks, or show exactly its known limitation: a
 // change either way fails the test (then update the README's table).
 func TestLanguageCoverage(t *testing.T) {
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "") // restored when the test ends
-		require.NoError(t, os.Unsetenv(v))
-	}
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	src := filepath.Join(root, "tests", "e2e", "testdata", "languages")
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "languages", srv, &sent)
 
-	// Build and check every runtime before the collector starts.
+	// Build and check every runtime, all at once and while the collector
+	// starts: no program runs before both are done.
 	langs := languages()
 	suffix := fmt.Sprintf("-%d", os.Getpid()) // unique among concurrent runs
 	type prepared struct {
@@ -265,20 +264,39 @@ func TestLanguageCoverage(t *testing.T) {
 		service, version string
 		argv             []string
 	}
-	var progs []prepared
-	for _, l := range langs {
+	progs := make([]prepared, len(langs))
+	errs := make([]error, len(langs))
+	var wg sync.WaitGroup
+	prepStart := time.Now()
+	for i, l := range langs {
 		dir := t.TempDir()
-		out, err := exec.Command(l.version[0], l.version[1:]...).CombinedOutput()
-		require.NoError(t, err, "%s: %s failed (run `make prereqs`): %s", l.name, l.version[0], out)
-		progs = append(progs, prepared{
-			language: l,
-			service:  "nxv-lang-" + l.name + suffix,
-			version:  strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]),
-			argv:     l.command(t, dir, src, languageMaxSeconds),
-		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command(l.version[0], l.version[1:]...).CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %s failed (run `make prereqs`): %v: %s", l.name, l.version[0], err, out)
+				return
+			}
+			argv, err := l.command(dir, src, languageMaxSeconds)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", l.name, err)
+				return
+			}
+			progs[i] = prepared{
+				language: l,
+				service:  "nxv-lang-" + l.name + suffix,
+				version:  strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]),
+				argv:     argv,
+			}
+		}()
 	}
+	t.Cleanup(wg.Wait) // before the folders are removed, should the agent fail to start
 
 	sinkPath, collector := startAgent(t, srv)
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...), "preparing the runtimes")
+	t.Logf("e2e languages: %d runtimes built and checked, and the agent started, in %s", len(progs), time.Since(prepStart).Round(100*time.Millisecond))
 
 	// All programs at once, niced: every runtime's CPU burner on a shared machine.
 	started := map[string]time.Time{}
@@ -498,11 +516,19 @@ func noFunction(r languageResult, names ...string) error {
 // run runs a build step in dir and fails the test with its output.
 func run(t *testing.T, dir, name string, args ...string) {
 	t.Helper()
+	if err := runStep(dir, name, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runStep runs a build step in dir; its error holds the step's output.
+func runStep(dir, name string, args ...string) error {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v (run `make prereqs`)\n%s", name, strings.Join(args, " "), err, out)
+		return fmt.Errorf("%s %s: %v (run `make prereqs`)\n%s", name, strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
 func share(n, of int64) float64 {
@@ -525,30 +551,40 @@ func top(counts map[string]int64, n int) []string {
 // ruby_current_ec added to a .symtab (Debian strips the library's .symtab;
 // the symbol stays in .dynsym, where the profiler does not look) and returns
 // that directory, for LD_LIBRARY_PATH.
-func rubyWithSymtab(t *testing.T, dir string) string {
-	t.Helper()
+func rubyWithSymtab(dir string) (string, error) {
 	const name = "libruby-3.1.so.3.1"
 	orig, err := filepath.EvalSymlinks(filepath.Join("/usr/lib/x86_64-linux-gnu", name))
-	require.NoError(t, err, "Debian's libruby (run `make prereqs`)")
+	if err != nil {
+		return "", fmt.Errorf("Debian's libruby (run `make prereqs`): %w", err)
+	}
 	f, err := elf.Open(orig)
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	syms, err := f.DynamicSymbols()
-	require.NoError(t, f.Close())
-	require.NoError(t, err, "%s's .dynsym", orig)
+	f.Close()
+	if err != nil {
+		return "", fmt.Errorf("%s's .dynsym: %w", orig, err)
+	}
 	value := ""
 	for _, sym := range syms {
 		if sym.Name == "ruby_current_ec" && elf.ST_TYPE(sym.Info) == elf.STT_TLS {
 			value = fmt.Sprintf("%#x", sym.Value)
 		}
 	}
-	require.NotEmpty(t, value, "no TLS symbol ruby_current_ec in %s's .dynsym", orig)
+	if value == "" {
+		return "", fmt.Errorf("no TLS symbol ruby_current_ec in %s's .dynsym", orig)
+	}
 	lib := filepath.Join(dir, "lib")
-	require.NoError(t, os.MkdirAll(lib, 0o755))
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		return "", err
+	}
 	// The profiler knows libruby by a file name ending in .so.X.Y.Z: the
 	// copy keeps Debian's name, the soname is a link to it.
-	run(t, dir, "objcopy", "--add-symbol", "ruby_current_ec="+value+",global", orig, filepath.Join(lib, filepath.Base(orig)))
-	require.NoError(t, os.Symlink(filepath.Base(orig), filepath.Join(lib, name)))
-	return lib
+	if err := runStep(dir, "objcopy", "--add-symbol", "ruby_current_ec="+value+",global", orig, filepath.Join(lib, filepath.Base(orig))); err != nil {
+		return "", err
+	}
+	return lib, os.Symlink(filepath.Base(orig), filepath.Join(lib, name))
 }
 
 // startNiced starts argv at the given niceness without a wrapper: the

@@ -32,10 +32,7 @@ const keptBodies = 64
 // compiles against, has literal non-empty keys on every resource and scope
 // attribute, and none is refused.
 func TestLiteralAttributesEBPF(t *testing.T) {
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "") // restored when the test ends
-		require.NoError(t, os.Unsetenv(v))
-	}
+	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, KeepBodies: keptBodies})
 	sent := int64(-1)
@@ -43,7 +40,9 @@ func TestLiteralAttributesEBPF(t *testing.T) {
 
 	service := fmt.Sprintf("nxv-literal-%d", os.Getpid())
 	burner := testenv.BuildGo(t, filepath.Join(root, "tests", "smoke", "testdata", "smokeburner"), "nxv-literal")
-	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner)
+	// Until the test ends (at most 15 min, not its default 2): the agent
+	// may wait for other tests' agents to start (startEBPFCollector).
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner, "900")
 
 	dir := t.TempDir()
 	overlay := writeFile(t, dir, "overlay.yaml", `
@@ -54,11 +53,11 @@ exporters:
   nexovue:
     attribute_encoding: literal
 `)
-	testenv.StartCollector(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), testenv.CollectorOptions{
-		Env: agentEnv(t, srv.URL(), dir), EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	startEBPFCollector(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), testenv.CollectorOptions{
+		Env: agentEnv(t, srv.URL(), dir), Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 
-	testenv.WaitFor(t, 90*time.Second, service+" with "+hotFunction+" and 3 accepted requests at the double", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, service+" with "+hotFunction+" and 3 accepted requests at the double", func() (bool, error) {
 		return hasFunction(srv.TopLeafFunctions(service, 5), hotFunction) && len(srv.AcceptedBodies()) >= 3, nil
 	})
 	requireLiteralRequests(t, "literal-ebpf", srv, service)
@@ -69,6 +68,7 @@ exporters:
 // attribute_encoding: literal in place of otlphttp/nexovue, with the checks
 // of TestPprofDocsConfig and of TestLiteralAttributesEBPF.
 func TestLiteralAttributesPprof(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := pprofEndToEnd(t, "literal-pprof", filepath.Join("tests", "testdata", "pprof-docs.yaml"), func(target, ingestURL, sink string) (string, []string) {
 		return docsReceivers(target) + fmt.Sprintf(`
 exporters:

@@ -50,11 +50,8 @@ func kernelHasKprobes() bool {
 // CONFIG_KPROBES and the setting exactly once, reports the gauge at 0, and
 // a CPU burner's on-CPU profiles arrive at the double as usual.
 func TestOffCPUAskedWithoutKprobes(t *testing.T) {
+	t.Parallel() // see main_test.go
 	require.False(t, kernelHasKprobes(), "this test needs a kernel without kprobes (CONFIG_KPROBES not set), as the CI machine's; this one has them: TestOffCPUThroughAgentAndGateway and the receiver's unit tests cover the rest")
-	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
-		t.Setenv(v, "")
-		require.NoError(t, os.Unsetenv(v))
-	}
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "off-cpu-without-kprobes", srv, &sent)
@@ -74,15 +71,13 @@ receivers:
     reporter_interval: 2s
 `)
 	env := agentEnv(t, srv.URL(), dir)
-	start := time.Now()
-	p := testenv.StartCollector(t, agent, testenv.CollectorOptions{
-		Env: env, EBPF: true, Args: []string{"--config", overlay, testenv.FeatureGate},
+	p, ready := startEBPFCollectorTimed(t, agent, testenv.CollectorOptions{
+		Env: env, Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
-	ready := time.Since(start)
 
 	burner := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-offcpu-burn")
 	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, "nice", "-n", "10", burner)
-	testenv.WaitFor(t, 90*time.Second, service+"'s on-CPU samples with "+hotFunction+" at the double", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, service+"'s on-CPU samples with "+hotFunction+" at the double", func() (bool, error) {
 		if ok, err := p.Exited(); ok {
 			return false, fmt.Errorf("the collector exited (%v)", err)
 		}
@@ -156,6 +151,7 @@ func scrapeGauge(t *testing.T, env []string, name string) string {
 // double, each service's off-CPU nanoseconds are exactly what was sent, the
 // CPU samples too, and the connector's profile.off_cpu.time equals the sum.
 func TestOffCPUThroughAgentAndGateway(t *testing.T) {
+	t.Parallel() // see main_test.go
 	const key = "nxk-e2e-offcpu-key"
 	const maxFrames = 5000
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})

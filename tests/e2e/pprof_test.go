@@ -18,6 +18,7 @@ import (
 // that points it at a Go program serving net/http/pprof and at the double,
 // and adds the docs' second receiver for CPU.
 func TestPprofDocsConfig(t *testing.T) {
+	t.Parallel() // see main_test.go
 	pprofEndToEnd(t, "pprof-docs", filepath.Join("tests", "testdata", "pprof-docs.yaml"), func(target, ingestURL, sink string) (string, []string) {
 		return docsReceivers(target) + fmt.Sprintf(`
 exporters:
@@ -57,6 +58,7 @@ receivers:
 // (nexovue exporter, frame_limit) through its environment variables, with
 // an overlay for short intervals and the file exporter.
 func TestPprofShippedConfig(t *testing.T) {
+	t.Parallel() // see main_test.go
 	pprofEndToEnd(t, "pprof-shipped", filepath.Join("distributions", "otelcol-nexovue", "pprof.yaml"), func(target, ingestURL, sink string) (string, []string) {
 		return fmt.Sprintf(`
 receivers:

@@ -71,6 +71,7 @@ func withValue(t *testing.T, c any, old, new string) any {
 // profiles are dropped, every other one arrives with
 // deployment.environment.name, and profile.count counts them per service.
 func TestRecipes(t *testing.T) {
+	t.Parallel() // see main_test.go
 	rs := recipes(t)
 	nsID, ns := recipeComponent(t, rs["filter-namespace"], "processors")
 	exeID, exe := recipeComponent(t, rs["filter-executable"], "processors")

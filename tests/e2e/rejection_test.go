@@ -20,6 +20,7 @@ import (
 // check NEXOVUE_KEY, sends each batch once (no retry loop), and never writes
 // the key.
 func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "bad-key", srv, &sent)
@@ -75,6 +76,7 @@ func TestBadKeyLoggedOnceNotRetried(t *testing.T) {
 // profiles format it does not read); the log carries the ingest's message
 // and which format this build sends (Collector 0.161.0).
 func TestBadFormatLogged(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	var sent int64
 	figures(t, "bad-format", srv, &sent)

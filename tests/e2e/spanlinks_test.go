@@ -149,7 +149,7 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		end = max(end, s.EndUnixNano)
 	}
 	var events []linkedEvent
-	testenv.WaitFor(t, time.Minute, "samples after the last span", func() (bool, error) {
+	testenv.WaitFor(t, 3*time.Minute, "samples after the last span", func() (bool, error) {
 		var err error
 		events, err = hotEvents(sinkPath, sb.service, tid)
 		for _, e := range events {
@@ -438,6 +438,7 @@ func readTID(t *testing.T, sb *spanburn) int64 {
 // frame_limit, the nexovue exporter) unchanged to the double, a label never
 // overrides them, and labelled unlinked samples get their link.
 func TestExistingLinksPassThroughGateway(t *testing.T) {
+	t.Parallel() // see main_test.go
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}, KeepBodies: 100})
 	sent := int64(-1)
 	figures(t, "span-links-gateway", srv, &sent)

@@ -40,6 +40,7 @@ func runLocalEnv(t *testing.T, ingestAddr string) (env []string, runDir string) 
 // service, and Ctrl-C (SIGINT to the process group, as a terminal sends it)
 // stops the collector and the ingest, which prints what it accepted.
 func TestRunLocal(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	testenv.RequireTracefs(t)
 	script := filepath.Join(testenv.RepoRoot(t), "internal", "buildtools", "run-local.sh")
 	service := fmt.Sprintf("nxv-run-%d", os.Getpid())
@@ -76,6 +77,7 @@ func TestRunLocal(t *testing.T) {
 // program, the script says so, names the setting to change, and does not
 // start the collector.
 func TestRunLocalIngestPortTaken(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	script := filepath.Join(testenv.RepoRoot(t), "internal", "buildtools", "run-local.sh")
 	addr := testenv.FreeAddr(t)
 	ln, err := net.Listen("tcp", addr)
@@ -103,6 +105,7 @@ func TestRunLocalIngestPortTaken(t *testing.T) {
 // the log back from /dev/stderr, which on a terminal waits for the keyboard.
 // `script` gives it a terminal, with an input that stays open.
 func TestRunLocalWithKeyOnATerminal(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	const key = "nxv-run-local-key"
 	scriptPath := filepath.Join(testenv.RepoRoot(t), "internal", "buildtools", "run-local.sh")
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{key}})

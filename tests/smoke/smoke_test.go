@@ -19,6 +19,7 @@ import (
 )
 
 func TestDocsEBPFConfigValidates(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	cfg := filepath.Join(testenv.RepoRoot(t), "tests", "testdata", "docs-ebpf.yaml")
 	cmd := exec.Command(testenv.Binary(t), "validate", "--config", cfg, testenv.FeatureGate)
 	cmd.Env = append(os.Environ(), "NEXOVUE_KEY=smoke-test-key")
@@ -27,6 +28,7 @@ func TestDocsEBPFConfigValidates(t *testing.T) {
 }
 
 func TestProfilesPipelineNeedsFeatureGate(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	cfg := filepath.Join(testenv.RepoRoot(t), "tests", "testdata", "docs-ebpf.yaml")
 	for _, args := range [][]string{
 		{"validate", "--config", cfg},
@@ -55,6 +57,7 @@ func TestProfilesPipelineNeedsFeatureGate(t *testing.T) {
 // receiver and a file exporter as the local sink while a CPU-bound program
 // runs, and waits at most 30 s for that program's profiles.
 func TestEBPFProfilesArrive(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	const exe = "smokeburner"
 	const hot = "main.nexovueSmokeHotLoop"
 	burner := testenv.BuildGo(t, "testdata/smokeburner", exe)

@@ -69,8 +69,12 @@ func firstService(ctx context.Context, url string) (first, table string, err err
 // flameGraphHas opens the flame graph of service and profile type (the
 // index's own link) and reports whether a node of the rendered graph (a box
 // pprof's script drew, not the HTML source) names fn; it saves a screenshot.
+// An index without that link yet (the type has not arrived) is a "not yet"
+// at once: waiting in the browser for the link to appear would not see a
+// later index, only time out.
 func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn, shot string) (bool, string) {
-	sel := chromedp.CSS(fmt.Sprintf(`tr.service[data-service=%q] span.type[data-type=%q] a.flamegraph`, service, ptype))
+	css := fmt.Sprintf(`tr.service[data-service=%q] span.type[data-type=%q] a.flamegraph`, service, ptype)
+	sel := chromedp.CSS(css)
 	c, cancel := within(ctx, 60*time.Second)
 	defer cancel()
 	var href string
@@ -78,11 +82,11 @@ func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn,
 		if err := chromedp.Do(c, chromedp.Navigate(index)); err != nil {
 			return nil, err
 		}
-		attr, err := chromedp.Run(c, chromedp.AttributeValue(sel, "href"))
-		if err != nil {
+		var err error
+		href, err = chromedp.Run(c, chromedp.Evaluate[string](fmt.Sprintf(`(() => { const a = document.querySelector(%q); return a ? a.getAttribute('href') : ''; })()`, css)))
+		if err != nil || href == "" {
 			return nil, err
 		}
-		href = attr.Value
 		if err := chromedp.Do(c, chromedp.Click(sel), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
 			return nil, err
 		}
@@ -90,6 +94,9 @@ func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn,
 	}()
 	if err != nil {
 		return false, fmt.Sprintf("flame graph of %s %s (%s): %v", service, ptype, href, err)
+	}
+	if href == "" {
+		return false, fmt.Sprintf("the index has no %s flame graph link for %s yet", ptype, service)
 	}
 	for _, n := range nodes {
 		if strings.Contains(n, fn) {
@@ -146,7 +153,9 @@ func pprofTop(t *testing.T, url, file string, flags ...string) (string, string) 
 // chromium the index lists the program's service first, its on-CPU flame
 // graph has the hot function as a node, and the downloaded file's
 // `go tool pprof -top` has it first. It logs the time from the script's
-// start to that flame graph.
+// start to that flame graph. It is the package's one test that does not
+// call t.Parallel: go test runs it first and alone, since its service must
+// be the busiest on the host (the others' programs would compete).
 func TestViewInBrowser(t *testing.T) {
 	testenv.RequireTracefs(t)
 	ctx := browser(t)
@@ -180,7 +189,7 @@ func TestViewInBrowser(t *testing.T) {
 	})
 
 	var table, why string
-	lastSeen(t, &why)
+	testenv.LastSeen(t, &why)
 	var firstAt time.Duration
 	testenv.WaitFor(t, 150*time.Second, service+" first in the view's index, with its flame graph naming main.nexovueSmokeHotLoop", func() (bool, error) {
 		if done, err := runLocal.Exited(); done {
@@ -216,6 +225,7 @@ func TestViewInBrowser(t *testing.T) {
 // index lists it first, its CPU flame graph has main.burnCPU as a node, and
 // the download's `go tool pprof -top -show=^main\.` has it first.
 func TestViewInBrowserPprof(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	ctx := browser(t)
 	dir := artifacts(t)
 	root := testenv.RepoRoot(t)
@@ -249,7 +259,7 @@ service:
 	})
 	url := "http://" + viewAddr + "/"
 	var why string
-	lastSeen(t, &why)
+	testenv.LastSeen(t, &why)
 	testenv.WaitFor(t, 90*time.Second, "checkout-view first in the index, its CPU flame graph naming main.burnCPU", func() (bool, error) {
 		first, table, err := firstService(ctx, url)
 		if err != nil || first != "checkout-view" {
@@ -272,6 +282,7 @@ service:
 // profiles reveal code paths; no token or a wrong one gets 401 and the right
 // one the index.
 func TestViewBearerToken(t *testing.T) {
+	t.Parallel() // all but TestViewInBrowser, see there
 	const token = "nxv-view-token-5b1f"
 	otlpAddr, viewPort := testenv.FreeAddr(t), testenv.FreePort(t)
 	config := filepath.Join(t.TempDir(), "view.yaml")
@@ -322,13 +333,4 @@ service:
 	code, body := status("Bearer " + token)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "No profiles in the window")
-}
-
-// lastSeen logs *seen, what the last try of a wait saw, when the test fails.
-func lastSeen(t *testing.T, seen *string) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", *seen)
-		}
-	})
 }

@@ -70,15 +70,24 @@ func builtFile(t testing.TB, env, name string) string {
 func BuildGo(t testing.TB, dir, name string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
+	if err := BuildGoTo(dir, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// BuildGoTo is BuildGo writing the executable to out, with an error in
+// place of failing a test: for builds run at once on goroutines of their own.
+func BuildGoTo(dir, out string) error {
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	if err := RunCmd(cmd); err != nil {
-		t.Fatalf("go build %s: %v\n%s", dir, err, b.String())
+		return fmt.Errorf("go build %s: %v\n%s", dir, err, b.String())
 	}
-	return out
+	return nil
 }
 
 // Process is a program started by a test; it is stopped when the test ends.
@@ -168,6 +177,8 @@ type CollectorOptions struct {
 	// if any) is appended to and run by, such as an unshare that gives it a
 	// private mount namespace. It must exec what follows it.
 	Wrap []string
+	// ReadyWithin bounds the wait for "Everything is ready" (0: a minute).
+	ReadyWithin time.Duration
 }
 
 // StartCollector starts the built binary with config and waits until it says
@@ -202,7 +213,11 @@ func StartCollectors(t testing.TB, configs []string, opts CollectorOptions) []*P
 		}
 		ps[i] = Start(t, opts.Env, name, args...)
 	}
-	WaitFor(t, time.Minute, fmt.Sprintf("%d collector(s) to be ready", len(ps)), func() (bool, error) {
+	within := opts.ReadyWithin
+	if within == 0 {
+		within = time.Minute
+	}
+	WaitFor(t, within, fmt.Sprintf("%d collector(s) to be ready", len(ps)), func() (bool, error) {
 		for _, p := range ps {
 			if ok, err := p.Exited(); ok {
 				return false, fmt.Errorf("a collector exited (%v):\n%s", err, tail(p.Output(), 60))
@@ -377,4 +392,13 @@ func StartPprofServer(t testing.TB, name string) string {
 		return false, nil
 	})
 	return target
+}
+
+// LastSeen logs *seen, what the last try of a wait saw, when the test fails.
+func LastSeen(t testing.TB, seen *string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", *seen)
+		}
+	})
 }
