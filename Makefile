@@ -156,42 +156,48 @@ test:
 	{ $(call timed,system tests,$(MAKE) --no-print-directory system-tests); } || exit 1; \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
 
-# system-tests: the tests of the built binary, in two lanes at once, then the
-# fleet pacing tests alone:
-#   e2e-rest  the end-to-end package (its test binary built once), its
-#             independent tests three at a time (tests/e2e TestMain);
-#   other     beside it, the Kubernetes, manifest, smoke and container
-#             packages, one after the other;
-#   e2e-alone when both have ended, E2E_ALONE with nothing beside them:
-#             eight collectors must reach 90% of the key's limit, and on
-#             2026-12-04 one fell to 84% beside the Kubernetes and container
-#             tests (alone: 96.5%).
-# The two lanes ran one after the other until 2026-12-04, because the
-# Kubernetes test's pod created after its API server's restart was once not
-# enriched beside the end-to-end tests; the cause was the test's launch of
-# the pod's process (it entered its cgroup after the profiler had met it, see
-# distributions/README.md), not the load. Each lane prints its log when it
-# ends, and its time. Tests that run at once keep out of each other's way
-# themselves: ports through testenv.FreePort's lock files, and the programs
-# each test profiles carry service names no other test uses.
+# system-tests: the tests of the built binary, in four phases:
+#   e2e-serial  the end-to-end tests whose figures are timings, throughputs
+#               or CPU ratios (E2E_SERIAL: throttle, one agent's pacing, the
+#               gateway tier, profile metrics, key routing, and the bench
+#               harness's runs, which take the CPU), one after the other with
+#               nothing beside them;
+#   e2e-rest    every other end-to-end test, three at a time (tests/e2e
+#               TestMain), and beside them the Kubernetes, manifest and
+#               container packages ("other", one after the other);
+#   smoke       alone: TestViewInBrowser needs its burner to be the busiest
+#               service on the host;
+#   e2e-alone   the fleet pacing tests (E2E_ALONE), alone: eight collectors
+#               must reach 90% of the key's limit, and on 2026-12-04 one fell
+#               to 84% beside the Kubernetes and container tests (alone:
+#               96.5%).
+# The end-to-end test binary is built once. Each phase prints its log when it
+# ends, and its time. The Kubernetes tests ran after the end-to-end ones
+# until 2026-12-04, because a pod created after their API server's restart
+# was once not enriched beside them; the cause was the test's launch of the
+# pod's process (it entered its cgroup after the profiler had met it, see
+# distributions/README.md), not the load. Tests that run at once keep out of
+# each other's way themselves: ports through testenv.FreePort's lock files,
+# and the programs each test profiles carry service names no other test uses.
+E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
-OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/,$(SYSTEM_TESTS))
+OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/ ./tests/smoke/,$(SYSTEM_TESTS))
 .PHONY: system-tests
 system-tests:
 	@mkdir -p $(TEST_LOG_DIR); \
 	$(GO) test -c -o $(TEST_LOG_DIR)/e2e.test ./tests/e2e/ || exit 1; \
 	run() { name=$$1; shift; s=$$(date +%s); "$$@" >$(TEST_LOG_DIR)/$$name.log 2>&1; rc=$$?; \
-		echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; return $$rc; }; \
-	(cd tests/e2e && run e2e-rest $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.skip '^($(E2E_ALONE))$$') & a=$$!; \
+		echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; \
+		cat $(TEST_LOG_DIR)/$$name.log; [ $$rc = 0 ] || echo "$$name" >>$(TEST_LOG_DIR)/failed; return $$rc; }; \
+	rm -f $(TEST_LOG_DIR)/failed; \
+	(cd tests/e2e && run e2e-serial $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.run '^($(E2E_SERIAL))$$'); \
+	(cd tests/e2e && run e2e-rest $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.skip '^($(E2E_SERIAL)|$(E2E_ALONE))$$') & a=$$!; \
 	(run other $(GO) test $(GO_TEST_FLAGS) -p 1 -v $(OTHER_SYSTEM_TESTS)) & b=$$!; \
-	declare -A name=([$$a]=e2e-rest [$$b]=other); failed=; \
-	while [ $${#name[@]} -gt 0 ]; do \
-		wait -n -p done "$${!name[@]}"; rc=$$?; n=$${name[$$done]}; unset "name[$$done]"; \
-		cat $(TEST_LOG_DIR)/$$n.log; [ $$rc = 0 ] || failed="$$failed $$n"; \
-	done; \
-	(cd tests/e2e && run e2e-alone $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.run '^($(E2E_ALONE))$$'); rc=$$?; \
-	cat $(TEST_LOG_DIR)/e2e-alone.log; [ $$rc = 0 ] || failed="$$failed e2e-alone"; \
+	wait $$a; wait $$b; \
+	run smoke $(GO) test $(GO_TEST_FLAGS) -v ./tests/smoke/; \
+	(cd tests/e2e && run e2e-alone $(TEST_LOG_DIR)/e2e.test $(E2E_FLAGS) -test.run '^($(E2E_ALONE))$$'); \
+	failed=$$(cat $(TEST_LOG_DIR)/failed 2>/dev/null | tr '\n' ' '); \
 	[ -z "$$failed" ] || { echo "make test: system tests failed:$$failed (logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
 
 # typecheck: the distribution and our packages type-check for each of

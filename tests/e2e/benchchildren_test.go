@@ -91,7 +91,9 @@ func describe(ps []marked) string {
 // after a grace for the kernel to deliver the signals (polled).
 func killedBenchLeavesNothing(t *testing.T, cmd *exec.Cmd, end func(cmd *exec.Cmd)) {
 	mark := fmt.Sprintf("%s-%d-%d", t.Name(), os.Getpid(), time.Now().UnixNano())
-	cmd.Env = append(os.Environ(), benchMarkVar+"="+mark)
+	// TMPDIR in this test's own temporary folder: a harness run killed by
+	// SIGKILL cannot remove its temporary folders; this test's cleanup does.
+	cmd.Env = append(os.Environ(), benchMarkVar+"="+mark, "TMPDIR="+t.TempDir())
 	cmd.Dir = filepath.Join(testenv.RepoRoot(t), "tests", "bench")
 	var out testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
