@@ -49,7 +49,7 @@ const (
 	minRateFraction = 0.01
 	// measureSpan is how far back the accepted rate is measured. When
 	// nothing was accepted within it before the refused request left,
-	// the rate goes to the lowest (minRateFraction).
+	// the rate is not changed (see throttled).
 	measureSpan = 5 * time.Second
 	// keepAccepted is how long accepted requests are remembered.
 	keepAccepted = measureSpan + paceWindow
@@ -133,21 +133,27 @@ func (s *keyState) throttled(left time.Time) float64 {
 		return 0
 	}
 	current := float64(s.limitAt(now))
-	// Nothing accepted from this process in measureSpan: it has no share of
-	// the key's limit (others on the key filled the window first, or the
-	// ingest refuses everything): the lowest rate.
-	rate := 0.0
-	if perSecond, ok := s.acceptedRate(left); ok {
-		rate = perSecond * paceWindow.Seconds()
-		if s.adapted() && rate > current*remeasureBelow {
-			// Already adapted: the rate was right for the fleet a moment
-			// ago, and the measure of a paced collector is noisy (a slow
-			// ingest, a queue draining): lower the rate itself.
-			rate = current
-		}
-		// Every episode lowers the rate by decreaseMargin at least.
-		rate = math.Min(current, rate) * (1 - decreaseMargin)
+	// Nothing accepted from this process in measureSpan: no measure of its
+	// share of the key's limit (a collector that just started, or a
+	// gateway replica that replaced one, found the key's window full). The
+	// rate is left as it is: the Retry-After gate (or the retry's backoff)
+	// holds the process back, and the first 429 after an accepted request
+	// sets the rate from that measure. Setting it to the lowest here held a
+	// replacement replica at 1% of the ceiling for the plateau and the slow
+	// start of the probe, minutes at a few requests a minute.
+	perSecond, ok := s.acceptedRate(left)
+	if !ok {
+		return 0
 	}
+	rate := perSecond * paceWindow.Seconds()
+	if s.adapted() && rate > current*remeasureBelow {
+		// Already adapted: the rate was right for the fleet a moment
+		// ago, and the measure of a paced collector is noisy (a slow
+		// ingest, a queue draining): lower the rate itself.
+		rate = current
+	}
+	// Every episode lowers the rate by decreaseMargin at least.
+	rate = math.Min(current, rate) * (1 - decreaseMargin)
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate
 	s.ad.decreasedAt = now

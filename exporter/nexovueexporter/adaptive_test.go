@@ -107,7 +107,9 @@ func TestAdaptiveSameEpisodeDecreasesOnce(t *testing.T) {
 	assert.Zero(t, s.throttled(decreased.Add(-time.Millisecond)), "left before the decrease, answered late")
 	assert.Equal(t, want, s.maxSamples())
 
-	// A 429 for a request that left after sameEpisode is a new episode.
+	// A 429 for a request that left after sameEpisode is a new episode
+	// (the collector paced on: requests accepted until then).
+	s.acceptedAt(clock.t.Add(-time.Second), 2000)
 	assert.Positive(t, s.throttled(clock.t.Add(-time.Millisecond)))
 	assert.Less(t, s.maxSamples(), want)
 }
@@ -127,20 +129,31 @@ func TestAdaptiveRateHoldsThenClimbsBackToTheCeiling(t *testing.T) {
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
 }
 
-func TestAdaptiveRateWithoutAMeasureIsTheLowest(t *testing.T) {
-	// Refused before anything was accepted (a fleet member whose first
-	// requests found the key's window full): no share yet.
+func TestAdaptiveRateWithoutAMeasureIsUnchanged(t *testing.T) {
+	// Refused before anything was accepted (a collector that just started,
+	// or a gateway replica replacing one, found the key's window full): no
+	// measure of its share, so no new rate; the Retry-After gate holds it.
 	s, clock := newPacedState(t, 20_000)
-	s.throttled(clock.t)
-	assert.Equal(t, 200, s.maxSamples(), "1% of the ceiling")
+	assert.Zero(t, s.throttled(clock.t), "no measure: the rate is not changed")
+	assert.Equal(t, 20_000, s.maxSamples(), "still the ceiling")
+	assert.False(t, s.adapted())
+
+	// The first 429 after an accepted request sets the rate from it.
+	acceptSteadily(s, clock)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
 }
 
-func TestAdaptiveRateWithAnOldMeasureIsTheLowest(t *testing.T) {
+func TestAdaptiveRateWithAnOldMeasureIsUnchanged(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
-	s.acceptedAt(clock.t, 500)
-	clock.t = clock.t.Add(measureSpan + time.Millisecond)
-	s.throttled(clock.t)
-	assert.Equal(t, 200, s.maxSamples())
+	acceptSteadily(s, clock)
+	rate := s.throttled(clock.t)
+	require.Positive(t, rate)
+	limit := s.maxSamples()
+	// Nothing accepted for longer than measureSpan (an outage), then a 429
+	// after the episode: the adapted rate stays as it was.
+	clock.t = clock.t.Add(measureSpan + sameEpisode + time.Millisecond)
+	assert.Zero(t, s.throttled(clock.t))
+	assert.Equal(t, limit, s.maxSamples())
 }
 
 // TestAdaptedPacingSpacesRequests: after a 429 requests leave evenly spaced
