@@ -102,7 +102,11 @@ fi
 # profiling receiver itself copes on Linux 5.11+ and logs one line saying so
 # (receiver/profilingreceiver/internal/memlock); on older kernels it stops and
 # says which capability to grant.
-logged=$(stat -c %s "$log" 2>/dev/null || echo 0) # what earlier runs appended
+# The log exists before the collector starts: the collector's shell opens it
+# (>>) only after the fork, and `tail -f` below, started at once, gives up on
+# a file that is not there yet.
+: >>"$log"
+logged=$(stat -c %s "$log") # what earlier runs appended
 "$bin" "${configs[@]}" --feature-gates=service.profilesSupport >>"$log" 2>&1 &
 collector=$!
 pids+=($collector)
