@@ -125,21 +125,21 @@ $(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
 #
 # The machine's packages (make machine-prereqs) are prepared in the
 # background while the collector compiles; the unit tests wait for them.
-# What only the later system tests need is built in the background too, at
-# idle priority (BACKGROUND: SCHED_IDLE, and nice 19): kube-apiserver and
-# `go tool pprof` (which Go builds on its first use, 40 s cold) from the
-# start, the small Windows binary once ocb has written the sources. They
-# take no CPU time that the steps in front or the tests of figures want
-# (on a cold machine they are 1,100 CPU-seconds, which used to double the
-# collector's compile: 782 s against 471 s alone), and use the time the
-# timing tests leave idle; the end-to-end tests that need a cluster, Wine or
-# the browser wait for them (see system-tests). The tests of the built
+# What only later steps need is made in the background too, at low or idle
+# priority (LOW_PRIORITY, IDLE_PRIORITY below): kube-apiserver from the
+# start; once ocb has written the sources, the small Windows binary, the
+# type-check and `go tool pprof` (which Go builds on its first use, 40 s
+# cold). They take no CPU time that the steps in front or the tests of
+# figures want (on a cold machine they are about 1,200 CPU-seconds: beside
+# kube-apiserver at normal priority, the collector's compile took 782 s,
+# against 471 s alone), and use the time that the module downloads and the
+# timing tests leave idle; the tests that need a cluster, Wine or the
+# browser wait for them (see the phases below). The tests of the built
 # binary run verbosely: each prints a line of figures. Tests that run at
 # once keep out of each other's way themselves: ports through
 # testenv.FreePort's lock files, and the programs each test profiles carry
 # service names no other test uses.
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
-SYSTEM_TESTS := ./tests/e2e/ ./tests/kubernetes/ ./tests/manifests/ ./tests/smoke/ ./tests/container/
 TYPECHECK_TARGETS := linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 OUR_PACKAGES := ./receiver/... ./processor/... ./exporter/... ./connector/... ./converter/... ./internal/...
 TEST_LOG_DIR := $(BUILD_DIR)/test
@@ -150,40 +150,48 @@ timed = s=$$(date +%s); $(2); rc=$$?; echo "== make test: $(1) took $$(( $$(date
 test:
 	@[ "$$(id -u)" = 0 ] || { echo "make test: run it as root (make prereqs, the eBPF and container tests need it)" >&2; exit 1; }; \
 	mkdir -p $(TEST_LOG_DIR); start=$$(date +%s); rm -f $(TEST_LOG_DIR)/failed; \
-	echo "== make test: the machine's packages (make machine-prereqs) are prepared in the background, log in $(TEST_LOG_DIR)/machine-prereqs.log"; \
+	echo "== make test: in the background: the machine's packages (make machine-prereqs, log in $(TEST_LOG_DIR)/machine-prereqs.log) and, at low priority, kube-apiserver (log in $(TEST_LOG_DIR)/kube-apiserver.log)"; \
 	( $(call timed,machine prereqs,$(MAKE) --no-print-directory machine-prereqs) ) >$(TEST_LOG_DIR)/machine-prereqs.log 2>&1 & machine=$$!; \
-	echo "== make test: kube-apiserver and go tool pprof are built in the background at idle priority, log in $(TEST_LOG_DIR)/background.log"; \
-	( $(call timed,background kube-apiserver and go tool pprof,$(BACKGROUND) $(MAKE) --no-print-directory kube-apiserver && $(BACKGROUND) $(GO) tool pprof -h >/dev/null) ) >$(TEST_LOG_DIR)/background.log 2>&1 & background=$$!; \
-	windows=; fail() { wait $$machine $$background $$windows; exit 1; }; \
+	( $(call timed,background kube-apiserver,$(LOW_PRIORITY) $(MAKE) --no-print-directory kube-apiserver) ) >$(TEST_LOG_DIR)/kube-apiserver.log 2>&1 & kube=$$!; \
+	checks=; fail() { wait $$machine $$kube $$checks; exit 1; }; \
 	{ $(call timed,sources (ocb),$(MAKE) --no-print-directory sources); } || fail; \
-	echo "== make test: the small Windows binary is built in the background at idle priority, log in $(TEST_LOG_DIR)/windows-test-binary.log"; \
-	( $(call timed,background windows test binary,$(BACKGROUND) $(MAKE) --no-print-directory windows-test-binary SOURCES_READY=1) ) >$(TEST_LOG_DIR)/windows-test-binary.log 2>&1 & windows=$$!; \
+	echo "== make test: in the background, at idle priority: the small Windows binary, the type-check of $(TYPECHECK_TARGETS) and go tool pprof (log in $(TEST_LOG_DIR)/background.log)"; \
+	( $(call timed,background windows test binary typecheck and go tool pprof,$(IDLE_PRIORITY) $(MAKE) --no-print-directory windows-test-binary typecheck SOURCES_READY=1 && $(IDLE_PRIORITY) $(GO) tool pprof -h >/dev/null 2>&1) ) >$(TEST_LOG_DIR)/background.log 2>&1 & checks=$$!; \
 	{ $(call timed,build,$(MAKE) --no-print-directory build SOURCES_READY=1); } || fail; \
-	{ $(call timed,typecheck $(TYPECHECK_TARGETS),$(MAKE) --no-print-directory typecheck SOURCES_READY=1); } || fail; \
 	{ $(call timed,vet,$(GO) vet ./... && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
 	{ $(call timed,wait for machine prereqs,wait $$machine); } || { cat $(TEST_LOG_DIR)/machine-prereqs.log; echo "make test: make machine-prereqs failed (its log is above)" >&2; fail; }; \
 	cat $(TEST_LOG_DIR)/machine-prereqs.log; \
 	{ $(call timed,unit tests,$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes -e /tests/manifests)); } || fail; \
-	{ $(call timed,system tests alone,$(MAKE) --no-print-directory system-tests-alone); }; alone=$$?; \
-	{ $(call timed,wait for background builds,wait $$background && wait $$windows); }; built=$$?; \
-	cat $(TEST_LOG_DIR)/background.log $(TEST_LOG_DIR)/windows-test-binary.log; \
-	[ $$built = 0 ] || { echo "make test: a background build failed (its log is above)" >&2; exit 1; }; \
-	{ $(call timed,system tests beside each other,$(MAKE) --no-print-directory system-tests-beside); }; beside=$$?; \
-	[ $$alone = 0 ] && [ $$beside = 0 ] || { echo "make test: system tests failed: $$(cat $(TEST_LOG_DIR)/failed 2>/dev/null | tr '\n' ' ')(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }; \
+	$(MAKE) --no-print-directory e2e-test-binary || fail; \
+	$(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; \
+	$(MAKE) --no-print-directory phase-e2e-rest & rest=$$!; \
+	{ $(call timed,wait for kube-apiserver,wait $$kube); } || { cat $(TEST_LOG_DIR)/kube-apiserver.log; echo "make test: the kube-apiserver build failed (its log is above)" >&2; wait $$rest $$checks; exit 1; }; \
+	cat $(TEST_LOG_DIR)/kube-apiserver.log; \
+	$(MAKE) --no-print-directory phase-kubernetes & k8s=$$!; \
+	{ $(call timed,wait for the background checks,wait $$checks); } || { cat $(TEST_LOG_DIR)/background.log; echo "make test: a background step failed (its log is above)" >&2; wait $$rest $$k8s; exit 1; }; \
+	cat $(TEST_LOG_DIR)/background.log; \
+	$(MAKE) --no-print-directory phase-manifests-container; \
+	wait $$rest $$k8s; \
+	$(MAKE) --no-print-directory phase-smoke; \
+	[ ! -s $(TEST_LOG_DIR)/failed ] || { echo "make test: system tests failed: $$(tr '\n' ' ' <$(TEST_LOG_DIR)/failed)(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }; \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
 
-# BACKGROUND runs make test's background builds at idle priority: the
-# SCHED_IDLE policy where the machine allows it (chrt), and nice 19.
-BACKGROUND := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice -n 19
+# make test's background builds: kube-apiserver at low priority (nice 19:
+# it gets ~1.5% of a CPU that a step in front wants), the others at idle
+# priority (the SCHED_IDLE policy where the machine allows it, chrt, and
+# nice 19), so that kube-apiserver, which the Kubernetes tests wait for,
+# has the idle CPU time first.
+LOW_PRIORITY := nice -n 19
+IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice -n 19
 
-# system-tests: the tests of the built binary, in two parts and four phases.
-# system-tests-alone: the tests whose figures are timings, throughputs or CPU
-# ratios, each with no other test beside it; only make test's idle-priority
-# background builds run then, on the CPU time these tests leave idle (a
-# SCHED_IDLE task gives way as soon as another wants the CPU: on 2026-12-04,
-# beside a cold kube-apiserver build the fleets read 96.2/96.2/95.8% of the
-# limit with 0.33% 429s in the burst, as alone, and the figures of
-# e2e-serial were those of the same day's CI run):
+# The tests of the built binary, in phases. Phases with no other test beside
+# them, for the tests whose figures are timings, throughputs or CPU ratios
+# (only make test's low- and idle-priority background builds run then, on
+# the CPU time these tests leave idle: a SCHED_IDLE or nice 19 task gives
+# way as soon as another wants the CPU; on 2026-12-04, beside a cold
+# kube-apiserver build the fleets read 96.2/96.2/95.8% of the limit with
+# 0.33% 429s in the burst, as alone, and the figures of e2e-serial were
+# those of the same day's CI run):
 #   e2e-serial  throttle, one agent's pacing, the gateway tier, profile
 #               metrics, key routing and the bench harness's runs
 #               (E2E_SERIAL), one after the other;
@@ -191,50 +199,53 @@ BACKGROUND := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice
 #               eight collectors must reach 90% of the key's limit, and one
 #               fell to 84% beside the Kubernetes and container tests, and
 #               to 82-86% beside the other two fleets (alone: 96%).
-# system-tests-beside: the tests that need kube-apiserver, Wine's binary or
-# the browser, once they are built:
+# Then, beside each other:
 #   e2e-rest    every other end-to-end test, three at a time (tests/e2e
-#               TestMain), and beside them the Kubernetes, manifest and
-#               container packages ("other", the three at once);
-#   smoke       alone: TestViewInBrowser needs its burner to be the busiest
-#               service on the host.
-# The end-to-end test binary is built once per part. Each phase prints its
-# log when it ends, and its time; a failed phase's name is added to
-# $(TEST_LOG_DIR)/failed and the part goes on. The Kubernetes tests ran
-# after the end-to-end ones until 2026-12-04, because a pod created after
-# their API server's restart was once not enriched beside them; the cause
-# was the test's launch of the pod's process (it entered its cgroup after
-# the profiler had met it, see distributions/README.md), not the load.
+#               TestMain);
+#   kubernetes  the Kubernetes tests (their three clusters at once), once
+#               kube-apiserver is built;
+#   manifests-container  the manifest tests (Wine's, once the small Windows
+#               binary is built) and the container test.
+# Then smoke, alone: TestViewInBrowser needs its burner to be the busiest
+# service on the host.
+# Each phase prints its log when it ends, and its time; a failed phase's
+# name is added to $(TEST_LOG_DIR)/failed and the next phases run. The
+# Kubernetes tests ran after the end-to-end ones until 2026-12-04, because a
+# pod created after their API server's restart was once not enriched beside
+# them; the cause was the test's launch of the pod's process (it entered its
+# cgroup after the profiler had met it, see distributions/README.md), not
+# the load.
 E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
-OTHER_SYSTEM_TESTS := $(filter-out ./tests/e2e/ ./tests/smoke/,$(SYSTEM_TESTS))
 E2E_TEST := $(TEST_LOG_DIR)/e2e.test
 # run <phase> <command...>: runs a phase into its log, prints the log and the
 # phase's time, and records a failed phase.
-RUN_PHASE = run() { name=$$1; shift; s=$$(date +%s); "$$@" >$(TEST_LOG_DIR)/$$name.log 2>&1; rc=$$?; \
+RUN_PHASE = mkdir -p $(TEST_LOG_DIR); run() { name=$$1; shift; s=$$(date +%s); "$$@" >$(TEST_LOG_DIR)/$$name.log 2>&1; rc=$$?; \
 	echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; \
-	cat $(TEST_LOG_DIR)/$$name.log; [ $$rc = 0 ] || echo "$$name" >>$(TEST_LOG_DIR)/failed; return $$rc; }
-.PHONY: system-tests system-tests-alone system-tests-beside
-system-tests:
-	@mkdir -p $(TEST_LOG_DIR); rm -f $(TEST_LOG_DIR)/failed; \
-	$(MAKE) --no-print-directory system-tests-alone; alone=$$?; \
-	$(MAKE) --no-print-directory kube-apiserver windows-test-binary && $(MAKE) --no-print-directory system-tests-beside; beside=$$?; \
-	[ $$alone = 0 ] && [ $$beside = 0 ] || { echo "make system-tests: failed: $$(cat $(TEST_LOG_DIR)/failed 2>/dev/null | tr '\n' ' ')(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
-system-tests-alone:
-	@mkdir -p $(TEST_LOG_DIR); $(RUN_PHASE); ok=0; \
-	$(GO) test -c -o $(E2E_TEST) ./tests/e2e/ || exit 1; \
-	(cd tests/e2e && run e2e-serial $(E2E_TEST) $(E2E_FLAGS) -test.run '^($(E2E_SERIAL))$$') || ok=1; \
-	(cd tests/e2e && run e2e-alone $(E2E_TEST) $(E2E_FLAGS) -test.run '^($(E2E_ALONE))$$') || ok=1; \
-	exit $$ok
-system-tests-beside:
-	@mkdir -p $(TEST_LOG_DIR); $(RUN_PHASE); ok=0; \
-	$(GO) test -c -o $(E2E_TEST) ./tests/e2e/ || exit 1; \
-	(cd tests/e2e && run e2e-rest $(E2E_TEST) $(E2E_FLAGS) -test.skip '^($(E2E_SERIAL)|$(E2E_ALONE))$$') & a=$$!; \
-	(run other $(GO) test $(GO_TEST_FLAGS) -p 3 -v $(OTHER_SYSTEM_TESTS)) & b=$$!; \
-	wait $$a || ok=1; wait $$b || ok=1; \
-	run smoke $(GO) test $(GO_TEST_FLAGS) -v ./tests/smoke/ || ok=1; \
-	exit $$ok
+	cat $(TEST_LOG_DIR)/$$name.log; [ $$rc = 0 ] || echo "$$name" >>$(TEST_LOG_DIR)/failed; return 0; }
+.PHONY: system-tests e2e-test-binary phase-e2e-serial phase-e2e-alone phase-e2e-rest phase-kubernetes phase-manifests-container phase-smoke
+system-tests: e2e-test-binary kube-apiserver windows-test-binary
+	@rm -f $(TEST_LOG_DIR)/failed; \
+	$(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; \
+	$(MAKE) --no-print-directory phase-e2e-rest & a=$$!; $(MAKE) --no-print-directory phase-kubernetes & b=$$!; \
+	$(MAKE) --no-print-directory phase-manifests-container; wait $$a $$b; \
+	$(MAKE) --no-print-directory phase-smoke; \
+	[ ! -s $(TEST_LOG_DIR)/failed ] || { echo "make system-tests: failed: $$(tr '\n' ' ' <$(TEST_LOG_DIR)/failed)(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
+e2e-test-binary:
+	@mkdir -p $(TEST_LOG_DIR); $(GO) test -c -o $(E2E_TEST) ./tests/e2e/
+phase-e2e-serial:
+	@$(RUN_PHASE); cd tests/e2e && run e2e-serial $(E2E_TEST) $(E2E_FLAGS) -test.run '^($(E2E_SERIAL))$$'
+phase-e2e-alone:
+	@$(RUN_PHASE); cd tests/e2e && run e2e-alone $(E2E_TEST) $(E2E_FLAGS) -test.run '^($(E2E_ALONE))$$'
+phase-e2e-rest:
+	@$(RUN_PHASE); cd tests/e2e && run e2e-rest $(E2E_TEST) $(E2E_FLAGS) -test.skip '^($(E2E_SERIAL)|$(E2E_ALONE))$$'
+phase-kubernetes:
+	@$(RUN_PHASE); run kubernetes $(GO) test $(GO_TEST_FLAGS) -v ./tests/kubernetes/
+phase-manifests-container:
+	@$(RUN_PHASE); run manifests-container $(GO) test $(GO_TEST_FLAGS) -p 2 -v ./tests/manifests/ ./tests/container/
+phase-smoke:
+	@$(RUN_PHASE); run smoke $(GO) test $(GO_TEST_FLAGS) -v ./tests/smoke/
 
 # typecheck: the distribution and our packages type-check for each of
 # TYPECHECK_TARGETS (see above), in one process that parses each file once.
