@@ -140,6 +140,9 @@ $(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
 # testenv.FreePort's lock files, and the programs each test profiles carry
 # service names no other test uses.
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
+# The packages of the tests that drive the built binary (the phases below);
+# every other package is a unit test package.
+SYSTEM_TEST_PACKAGES := ./tests/smoke/ ./tests/e2e/ ./tests/container/ ./tests/kubernetes/ ./tests/manifests/
 TYPECHECK_TARGETS := linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 OUR_PACKAGES := ./receiver/... ./processor/... ./exporter/... ./connector/... ./converter/... ./internal/...
 TEST_LOG_DIR := $(BUILD_DIR)/test
@@ -158,15 +161,14 @@ test:
 	echo "== make test: in the background, at idle priority: the small Windows binary, the type-check of $(TYPECHECK_TARGETS) and go tool pprof (log in $(TEST_LOG_DIR)/background.log)"; \
 	( $(call timed,background windows test binary typecheck and go tool pprof,$(IDLE_PRIORITY) $(MAKE) --no-print-directory windows-test-binary typecheck SOURCES_READY=1 && $(IDLE_PRIORITY) $(GO) tool pprof -h >/dev/null 2>&1) ) >$(TEST_LOG_DIR)/background.log 2>&1 & checks=$$!; \
 	{ $(call timed,build,$(MAKE) --no-print-directory build SOURCES_READY=1); } || fail; \
-	{ $(call timed,vet,$(GO) vet ./... && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
+	{ $(call timed,vet (system test packages; the unit tests vet the others),$(GO) vet $(SYSTEM_TEST_PACKAGES) && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
 	{ $(call timed,wait for machine prereqs,wait $$machine); } || { cat $(TEST_LOG_DIR)/machine-prereqs.log; echo "make test: make machine-prereqs failed (its log is above)" >&2; fail; }; \
 	cat $(TEST_LOG_DIR)/machine-prereqs.log; \
-	{ $(call timed,unit tests,$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v -e /tests/smoke -e /tests/e2e -e /tests/container -e /tests/kubernetes -e /tests/manifests)); } || fail; \
+	{ $(call timed,unit tests (and go vet's every check),$(GO) test -vet=all $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v $(patsubst ./%/,-e /%,$(SYSTEM_TEST_PACKAGES)))); } || fail; \
 	$(MAKE) --no-print-directory e2e-test-binary || fail; \
-	$(MAKE) --no-print-directory phase-e2e-serial; \
-	tree() { for p in "$$@"; do echo $$p; tree $$(pgrep -P $$p); done; }; \
-	signal() { sig=$$1; shift; for i in 1 2; do kill -$$sig $$(tree "$$@") 2>/dev/null; done; true; }; \
-	trap 'signal CONT $$kube $$checks' EXIT; signal STOP $$kube $$checks; $(MAKE) --no-print-directory phase-e2e-alone; signal CONT $$kube $$checks; \
+	internal/buildtools/background.sh idle $$kube $$checks; \
+	$(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; \
+	internal/buildtools/background.sh low $$kube $$checks; \
 	$(MAKE) --no-print-directory phase-e2e-rest & rest=$$!; \
 	{ $(call timed,wait for kube-apiserver,wait $$kube); } || { cat $(TEST_LOG_DIR)/kube-apiserver.log; echo "make test: the kube-apiserver build failed (its log is above)" >&2; wait $$rest $$checks; exit 1; }; \
 	cat $(TEST_LOG_DIR)/kube-apiserver.log; \
@@ -183,29 +185,31 @@ test:
 # it gets ~1.5% of a CPU that a step in front wants), the others at idle
 # priority (the SCHED_IDLE policy where the machine allows it, chrt, and
 # nice 19), so that kube-apiserver, which the Kubernetes tests wait for,
-# has the idle CPU time first.
+# has the idle CPU time first. While the tests of figures run (e2e-serial,
+# e2e-alone) all of them are at idle priority, and after at low priority
+# (internal/buildtools/background.sh).
 LOW_PRIORITY := nice -n 19
 IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice -n 19
 
 # The tests of the built binary, in phases. Phases with no other test beside
 # them, for the tests whose figures are timings, throughputs or CPU ratios
-# (only make test's low- and idle-priority background builds run then, on
-# the CPU time these tests leave idle: a SCHED_IDLE or nice 19 task gives
-# way as soon as another wants the CPU; on 2026-12-04, beside a cold
-# kube-apiserver build the fleets read 96.2/96.2/95.8% of the limit with
-# 0.33% 429s in the burst, as alone, and the figures of e2e-serial were
-# those of the same day's CI run):
+# (only make test's background builds run then, at idle priority, on the
+# CPU time these tests leave idle: a SCHED_IDLE task gives way as soon as
+# another wants the CPU; on 2026-12-04, beside a cold kube-apiserver build
+# at idle priority the fleets read 96.2/96.2/95.8% of the limit with 0.33%
+# 429s in the burst, as alone, and the figures of e2e-serial were those of
+# the same day's CI run):
 #   e2e-serial  throttle, one agent's pacing, the gateway tier, profile
 #               metrics, key routing and the bench harness's runs
 #               (E2E_SERIAL), one after the other;
 #   e2e-alone   the fleet pacing tests (E2E_ALONE), one after the other:
 #               eight collectors must reach 90% of the key's limit, and one
 #               fell to 84% beside the Kubernetes and container tests, and
-#               to 82-86% beside the other two fleets (alone: 96%). make
-#               test stops its background builds (SIGSTOP) while they run:
-#               beside cold builds, even at low and idle priority, the fleet
-#               with Retry-After met a second 429 episode and read 93.5% and
-#               90.7% in two cold runs (alone, that day: 96.2-96.7%).
+#               to 82-86% beside the other two fleets (alone: 96%); beside
+#               cold builds with kube-apiserver at nice 19 (not idle
+#               priority), the fleet with Retry-After met a second 429
+#               episode and read 93.5% and 90.7% in two cold runs (alone,
+#               that day: 96.2-96.7%).
 # Then, beside each other:
 #   e2e-rest    every other end-to-end test, three at a time (tests/e2e
 #               TestMain);
