@@ -97,7 +97,16 @@ func (r *pprofReceiver) Start(ctx context.Context, host component.Host) error {
 // buildClient makes the confighttp client of the scrapes, with the scrape
 // timeout and the same-origin redirect policy.
 func (r *pprofReceiver) buildClient(ctx context.Context, extensions map[component.ID]component.Component) error {
-	client, err := r.cfg.Remote.Client.ToClient(ctx, extensions, r.set.TelemetrySettings)
+	// No connection is kept alive: one request per interval gains little
+	// from it, and confighttp's wrapped transport cannot be told to close
+	// idle connections at shutdown. Closing each request's connection
+	// (req.Close) is not enough: a dial that a Shutdown's abort overtakes
+	// goes on (net/http detaches it from the request), and the transport
+	// keeps the connection it yields idle, with its goroutines, for
+	// idle_conn_timeout; with keep-alives off it closes it.
+	cc := r.cfg.Remote.Client
+	cc.DisableKeepAlives = true
+	client, err := cc.ToClient(ctx, extensions, r.set.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
@@ -216,10 +225,6 @@ func (r *pprofReceiver) fetch(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	// One request per interval: keeping the connection alive saves little,
-	// and confighttp's wrapped transport cannot be told to close idle
-	// connections at shutdown, which would leave their goroutines behind.
-	req.Close = true
 	resp, err := r.client.Do(req)
 	if err != nil {
 		// url.Error repeats the URL, possibly with its user name: keep the cause only.

@@ -6,6 +6,7 @@ package pprofreceiver
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -289,5 +290,78 @@ func TestNoGoroutineLeftAfterShutdown(t *testing.T) {
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
 	require.Eventually(t, func() bool { return len(sink.AllProfiles()) >= 3 }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, r.Shutdown(context.Background()))
+	goleak.VerifyNone(t, before)
+}
+
+// heldListener holds each accepted connection until release is closed, and
+// says on accepted when it has one: a client's TCP connect completes (the
+// kernel accepts it) while its TLS handshake waits for the server.
+type heldListener struct {
+	net.Listener
+	accepted chan struct{}
+	release  chan struct{}
+}
+
+func (l *heldListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.accepted <- struct{}{}:
+	default:
+	}
+	<-l.release
+	return c, nil
+}
+
+// TestNoConnectionLeftWhenShutdownOvertakesADial: Shutdown aborts a scrape
+// whose connection is still being made (its TLS handshake held by the
+// target); net/http finishes such a dial on its own, and the connection it
+// yields must be closed, not kept idle with its goroutines after the
+// receiver is gone (a make test run under load once found them).
+func TestNoConnectionLeftWhenShutdownOvertakesADial(t *testing.T) {
+	good := goodProfile(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(good) }))
+	held := &heldListener{Listener: srv.Listener, accepted: make(chan struct{}, 1), release: make(chan struct{})}
+	srv.Listener = held
+	closed := make(chan struct{}, 1)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			select {
+			case closed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	srv.StartTLS()
+	released := false
+	defer func() {
+		if !released {
+			close(held.release)
+		}
+		srv.Close()
+	}()
+	before := goleak.IgnoreCurrent()
+
+	cfg := createDefaultConfig().(*Config)
+	cfg.Remote.Client.Endpoint = srv.URL + "/debug/pprof/heap"
+	cfg.Remote.Client.TLS.InsecureSkipVerify = true
+	r, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.ProfilesSink))
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	select {
+	case <-held.accepted: // the first scrape's connection waits for its handshake
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receiver did not connect to the target")
+	}
+	require.NoError(t, r.Shutdown(context.Background()))
+	close(held.release)
+	released = true
+	select {
+	case <-closed: // the handshake completed and the client closed the connection
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection dialed for the aborted scrape was kept open after Shutdown")
+	}
 	goleak.VerifyNone(t, before)
 }
