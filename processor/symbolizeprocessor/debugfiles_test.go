@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,7 +163,10 @@ func TestSymbolizeMiniDebugInfo(t *testing.T) {
 
 // TestSymbolizeDebuginfod: a stripped binary whose debug file only a
 // debuginfod server has: the first batches go without (the fetch runs off
-// their path), the batch after the fetch gets the name and the line.
+// their path), the batch after the fetch gets the name and the line. The
+// server answers once the first batch is done: a fetch that ended before
+// its second pass would have the file read again at once, and the next
+// batch named already (a CI run saw 2 frames named by debuginfod).
 func TestSymbolizeDebuginfod(t *testing.T) {
 	dir := t.TempDir()
 	full := compile(t, dir, "nxv.c", "nxv-dbg", "-g")
@@ -172,14 +176,23 @@ func TestSymbolizeDebuginfod(t *testing.T) {
 	id := gnuID(t, bin)
 	debugData, err := os.ReadFile(dbg)
 	require.NoError(t, err)
+	answer := make(chan struct{})
+	var answerOnce sync.Once
+	letAnswer := func() { answerOnce.Do(func() { close(answer) }) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/buildid/"+id+"/debuginfo" {
 			http.NotFound(w, r)
 			return
 		}
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+			return
+		}
 		_, _ = w.Write(debugData)
 	}))
 	defer srv.Close()
+	defer letAnswer() // before srv.Close, which waits for the handler
 
 	cfg := testConfig()
 	cfg.Debuginfod.URLs = []string{srv.URL}
@@ -197,6 +210,7 @@ func TestSymbolizeDebuginfod(t *testing.T) {
 	first, loc := batch()
 	process(t, p, first) // read without a debug file: the fetch is asked for
 	assert.Equal(t, []frameName{{}}, names(first, loc))
+	letAnswer()
 	deadline := time.Now().Add(time.Minute)
 	for !p.limits.debuginfod.Cached(id) {
 		require.True(t, time.Now().Before(deadline), "not fetched within a minute")
