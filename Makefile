@@ -204,7 +204,9 @@ IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) n
 # another wants the CPU; on 2026-12-04, beside a cold kube-apiserver build
 # at idle priority the fleets read 96.2/96.2/95.8% of the limit with 0.33%
 # 429s in the burst, as alone, and the figures of e2e-serial were those of
-# the same day's CI run):
+# the same day's CI run; in a whole cold make test on 2026-12-05, with all
+# the background builds at idle priority beside them, 93.4/95.9/95.9%: the
+# fleet with Retry-After met a second 429 episode, above its 90% floor):
 #   e2e-serial  throttle, one agent's pacing, the gateway tier, profile
 #               metrics, key routing and the bench harness's runs
 #               (E2E_SERIAL), one after the other;
