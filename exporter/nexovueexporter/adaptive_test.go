@@ -260,3 +260,52 @@ func TestAdaptedPacingSpacesAfterALaterBookingThatLeft(t *testing.T) {
 	_, wait = s.rebook(first, 190)
 	assert.InDelta(t, float64(paceWindow)*190/float64(s.maxSamples()), float64(wait), float64(time.Millisecond))
 }
+
+// TestAdaptedPacingSpacesASlowAnswerFromTheAnswer: after an answer later
+// than the usual round trip (an ingest that stalled may have counted the
+// request late), the next request is spaced from that answer less the usual
+// round trip, not from when the request left: else it could arrive less than
+// its share of the window after the slow one, and a fleet paced just under
+// the key's limit would overflow it. After usual answers, the spacing is
+// from when the request left.
+func TestAdaptedPacingSpacesASlowAnswerFromTheAnswer(t *testing.T) {
+	s, clock := throttledAt1000(t, 0)
+	share := time.Duration(float64(paceWindow) * 190 / float64(s.maxSamples()))
+	const usual = 5 * time.Millisecond
+	send := func(rtt time.Duration) {
+		t.Helper()
+		id, wait := s.reserve(190)
+		clock.t = clock.t.Add(wait)
+		s.depart(id)
+		clock.t = clock.t.Add(rtt)
+		s.answered(id)
+	}
+	for range 10 {
+		send(usual)
+	}
+	_, wait := s.reserve(190)
+	assert.InDelta(t, float64(share-usual), float64(wait), float64(time.Microsecond), "after a usual answer: spaced from when the request left")
+	s.cancel(s.nextID)
+
+	send(100 * time.Millisecond)
+	_, wait = s.reserve(190)
+	assert.InDelta(t, float64(share-usual), float64(wait), float64(time.Microsecond),
+		"after a slow answer: spaced from the answer less the usual round trip (from when it left: %s)", share-100*time.Millisecond)
+}
+
+// TestRoundTripsUsualIsTheNinetiethPercentile: of the last 32 round trips,
+// without reordering them.
+func TestRoundTripsUsualIsTheNinetiethPercentile(t *testing.T) {
+	var r roundTrips
+	assert.Zero(t, r.usual(), "no round trip yet")
+	for i := 40; i >= 1; i-- { // 40 ms down to 1 ms: the last 32 are 32..1 ms
+		r.add(time.Duration(i) * time.Millisecond)
+	}
+	assert.Equal(t, 28*time.Millisecond, r.usual())
+	for range 4 {
+		r.add(time.Second) // replaces the oldest: 32, 31, 30 and 29 ms
+	}
+	assert.Equal(t, 28*time.Millisecond, r.usual(), "4 slow answers of 32: within the slowest 10%")
+	r.add(time.Second)
+	assert.Equal(t, time.Second, r.usual(), "5 slow answers of 32: more than the slowest 10%")
+}

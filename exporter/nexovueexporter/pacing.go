@@ -25,8 +25,9 @@ type booking struct {
 	at       time.Time
 	samples  int
 	inFlight bool
-	// left is when the request left (zero until then).
-	left time.Time
+	// left is when the request left (zero until then), answered when its
+	// answer came (zero until then).
+	left, answered time.Time
 	// slot is the earliest time the booking may leave while the rate is
 	// adapted; waited: it has waited for a request in flight (see rebook).
 	slot   time.Time
@@ -89,6 +90,10 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 
 	at := now
 	var slot time.Time // the grid's next slot, while spaced
+	var usual time.Duration
+	if spaced {
+		usual = s.rtt.usual()
+	}
 	inWindow := 0
 	exits := make([]booking, 0, len(s.sent))
 	busy := false
@@ -120,6 +125,14 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 			from := b.at
 			if !b.left.IsZero() {
 				from = b.left
+			}
+			if !b.answered.IsZero() {
+				// An answer later than usual (a slow path, an ingest
+				// that stalled) may come from a request the ingest
+				// counted late: spaced from its departure, the next
+				// one could arrive within less than its share of the
+				// window after it.
+				from = maxTime(from, b.answered.Add(-usual))
 			}
 			slot = maxTime(slot, from.Add(time.Duration(float64(paceWindow)*float64(b.samples)/float64(limit))))
 		}
@@ -171,6 +184,30 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	return s.nextID, wait
 }
 
+// roundTrips holds the last round trips of a key's requests, from leaving to
+// the answer.
+type roundTrips struct {
+	d [32]time.Duration
+	n int // how many were added
+}
+
+func (r *roundTrips) add(d time.Duration) {
+	r.d[r.n%len(r.d)] = d
+	r.n++
+}
+
+// usual is the 90th percentile of the round trips kept (0 without any): an
+// answer later than that is a slow one.
+func (r *roundTrips) usual() time.Duration {
+	n := min(r.n, len(r.d))
+	if n == 0 {
+		return 0
+	}
+	sorted := r.d
+	slices.Sort(sorted[:n])
+	return sorted[(n-1)*9/10]
+}
+
 // inFlightPoll is how often a request waiting for the one in flight (after a
 // 429) looks again; answered wakes it earlier.
 const inFlightPoll = 50 * time.Millisecond
@@ -190,14 +227,22 @@ func (s *keyState) depart(id uint64) {
 
 // answered ends a booking's flight: the ingest counted it by now at the latest.
 func (s *keyState) answered(id uint64) {
-	s.update(id, func(b *booking) {
-		b.inFlight = false
-		if now := s.now(); now.After(b.at) {
-			b.at = now
-		}
-	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
+	for i := range s.sent {
+		if b := &s.sent[i]; b.id == id {
+			b.inFlight = false
+			b.answered = now
+			if now.After(b.at) {
+				b.at = now
+			}
+			if !b.left.IsZero() {
+				s.rtt.add(now.Sub(b.left))
+			}
+			break
+		}
+	}
 	if s.wake != nil {
 		close(s.wake)
 		s.wake = nil
