@@ -85,6 +85,17 @@ type otlpPipeline struct {
 	Consumers int
 	// Headers are added to every request the exporter sends.
 	Headers map[string]string
+	// Routes, when set, are the exporter's routing rules, one per
+	// namespace (k8s.namespace.name), in order; NEXOVUE_KEY stays the
+	// default key.
+	Routes []namespaceRoute
+}
+
+// namespaceRoute is a routing rule of otlpPipeline: the resources of
+// namespace go under the rule name with the key in the environment
+// variable keyEnv.
+type namespaceRoute struct {
+	name, namespace, keyEnv string
 }
 
 func (o otlpPipeline) write(t *testing.T, dir string) string {
@@ -105,6 +116,12 @@ func (o otlpPipeline) write(t *testing.T, dir string) string {
 		queue += "    headers:\n"
 		for k, v := range o.Headers {
 			queue += fmt.Sprintf("      %s: %s\n", k, v)
+		}
+	}
+	if len(o.Routes) > 0 {
+		queue += "    routing:\n      rules:\n"
+		for _, r := range o.Routes {
+			queue += fmt.Sprintf("        - name: %s\n          attribute: k8s.namespace.name\n          values: [%s]\n          key: ${env:%s}\n", r.name, r.namespace, r.keyEnv)
 		}
 	}
 	return writeFile(t, dir, "collector.yaml", fmt.Sprintf(`%s
