@@ -424,6 +424,15 @@ func TestPacingFleetBurstSeveralKeys(t *testing.T) {
 		require.Equal(t, sent/2, ks.SamplesAccepted, "%s: accepted (half of every batch is its namespace's)", name)
 		require.Equal(t, int(sent/2), ks.Seq.Distinct, "%s: distinct samples", name)
 		require.Zero(t, ks.Seq.Duplicates, "%s: duplicates", name)
+		// profilegen names resource r's service service-r; the senders
+		// put resource r in namespace keys[r%2].
+		require.NotEmpty(t, ks.Services, "%s: services", name)
+		for svc := range ks.Services {
+			var r int
+			_, err := fmt.Sscanf(svc, "service-%d", &r)
+			require.NoError(t, err, "%s: service %q", name, svc)
+			require.Equal(t, k.namespace, keys[r%len(keys)].namespace, "%s: received %s, of another namespace", name, svc)
+		}
 		b.require(t, name, keyLimit)
 	}
 	require.Equal(t, int(sent), st.Seq.Distinct, "a sample reached two keys, or none")
