@@ -173,18 +173,7 @@ test:
 	{ $(call timed,unit tests (and go vet's every check),$(GO) test -vet=all $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v $(patsubst ./%/,-e /%,$(SYSTEM_TEST_PACKAGES)))); } || fail; \
 	$(MAKE) --no-print-directory e2e-test-binary || fail; \
 	internal/buildtools/background.sh idle $$kube $$checks; \
-	$(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; \
-	internal/buildtools/background.sh low $$kube $$checks; \
-	$(MAKE) --no-print-directory phase-e2e-rest & rest=$$!; \
-	{ $(call timed,wait for kube-apiserver,wait $$kube); } || { cat $(TEST_LOG_DIR)/kube-apiserver.log; echo "make test: the kube-apiserver build failed (its log is above)" >&2; wait $$rest $$checks; exit 1; }; \
-	cat $(TEST_LOG_DIR)/kube-apiserver.log; \
-	$(MAKE) --no-print-directory phase-kubernetes & k8s=$$!; \
-	{ $(call timed,wait for the background checks,wait $$checks); } || { cat $(TEST_LOG_DIR)/background.log; echo "make test: a background step failed (its log is above)" >&2; wait $$rest $$k8s; exit 1; }; \
-	cat $(TEST_LOG_DIR)/background.log; \
-	$(MAKE) --no-print-directory phase-manifests-container; \
-	wait $$rest $$k8s; \
-	$(MAKE) --no-print-directory phase-smoke; \
-	[ ! -s $(TEST_LOG_DIR)/failed ] || { echo "make test: system tests failed: $$(tr '\n' ' ' <$(TEST_LOG_DIR)/failed)(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }; \
+	$(call SYSTEM_PHASES,test,$(TEST_AFTER_FIGURES),$(TEST_BEFORE_KUBERNETES),$(TEST_BEFORE_MANIFESTS)); \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
 
 # make test's background builds: kube-apiserver at low priority (nice 19:
@@ -196,6 +185,17 @@ test:
 # (internal/buildtools/background.sh).
 LOW_PRIORITY := nice -n 19
 IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice -n 19
+
+# make test's steps between the system-test phases (SYSTEM_PHASES below):
+# the background builds back to low priority after the tests of figures;
+# the Kubernetes tests wait for kube-apiserver, the manifest and container
+# tests for the small Windows binary and the type-check. A failed build
+# prints its log and ends make test once the phases started are done.
+TEST_AFTER_FIGURES = internal/buildtools/background.sh low $$kube $$checks;
+TEST_BEFORE_KUBERNETES = { $(call timed,wait for kube-apiserver,wait $$kube); } || { cat $(TEST_LOG_DIR)/kube-apiserver.log; echo "make test: the kube-apiserver build failed (its log is above)" >&2; wait $$rest $$checks; exit 1; }; \
+	cat $(TEST_LOG_DIR)/kube-apiserver.log;
+TEST_BEFORE_MANIFESTS = { $(call timed,wait for the background checks,wait $$checks); } || { cat $(TEST_LOG_DIR)/background.log; echo "make test: a background step failed (its log is above)" >&2; wait $$rest $$k8s; exit 1; }; \
+	cat $(TEST_LOG_DIR)/background.log;
 
 # The tests of the built binary, in phases. Phases with no other test beside
 # them, for the tests whose figures are timings, throughputs or CPU ratios
@@ -239,6 +239,19 @@ E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrott
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 E2E_TEST := $(TEST_LOG_DIR)/e2e.test
+# $(call SYSTEM_PHASES,<make target>,<after the tests of figures>,<before
+# kubernetes>,<before manifests-container>): the phases in their order, for
+# make system-tests and make test (which waits there for its background
+# builds); each hook is shell text ending in ";", and may use the shell
+# variables rest (the e2e-rest phase's job) and, from the third, k8s (the
+# Kubernetes phase's). It fails when a phase failed.
+SYSTEM_PHASES = $(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; $(2) \
+	$(MAKE) --no-print-directory phase-e2e-rest & rest=$$!; $(3) \
+	$(MAKE) --no-print-directory phase-kubernetes & k8s=$$!; $(4) \
+	$(MAKE) --no-print-directory phase-manifests-container; \
+	wait $$rest $$k8s; \
+	$(MAKE) --no-print-directory phase-smoke; \
+	[ ! -s $(TEST_LOG_DIR)/failed ] || { echo "make $(1): system tests failed: $$(tr '\n' ' ' <$(TEST_LOG_DIR)/failed)(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
 # run <phase> <command...>: runs a phase into its log, prints the log and the
 # phase's time, and records a failed phase.
 RUN_PHASE = mkdir -p $(TEST_LOG_DIR); run() { name=$$1; shift; s=$$(date +%s); "$$@" >$(TEST_LOG_DIR)/$$name.log 2>&1; rc=$$?; \
@@ -246,12 +259,7 @@ RUN_PHASE = mkdir -p $(TEST_LOG_DIR); run() { name=$$1; shift; s=$$(date +%s); "
 	cat $(TEST_LOG_DIR)/$$name.log; [ $$rc = 0 ] || echo "$$name" >>$(TEST_LOG_DIR)/failed; return 0; }
 .PHONY: system-tests e2e-test-binary phase-e2e-serial phase-e2e-alone phase-e2e-rest phase-kubernetes phase-manifests-container phase-smoke
 system-tests: e2e-test-binary kube-apiserver windows-test-binary
-	@rm -f $(TEST_LOG_DIR)/failed; \
-	$(MAKE) --no-print-directory phase-e2e-serial phase-e2e-alone; \
-	$(MAKE) --no-print-directory phase-e2e-rest & a=$$!; $(MAKE) --no-print-directory phase-kubernetes & b=$$!; \
-	$(MAKE) --no-print-directory phase-manifests-container; wait $$a $$b; \
-	$(MAKE) --no-print-directory phase-smoke; \
-	[ ! -s $(TEST_LOG_DIR)/failed ] || { echo "make system-tests: failed: $$(tr '\n' ' ' <$(TEST_LOG_DIR)/failed)(logs above and in $(TEST_LOG_DIR))" >&2; exit 1; }
+	@rm -f $(TEST_LOG_DIR)/failed; $(call SYSTEM_PHASES,system-tests)
 e2e-test-binary:
 	@mkdir -p $(TEST_LOG_DIR); $(GO) test -c -o $(E2E_TEST) ./tests/e2e/
 phase-e2e-serial:
