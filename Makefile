@@ -168,8 +168,7 @@ test:
 	( $(call timed,background windows test binary typecheck and go tool pprof,$(IDLE_PRIORITY) $(MAKE) --no-print-directory windows-test-binary typecheck SOURCES_READY=1 && $(IDLE_PRIORITY) $(GO) tool pprof -h >/dev/null 2>&1) ) >$(TEST_LOG_DIR)/background.log 2>&1 & checks=$$!; \
 	{ $(call timed,build,$(MAKE) --no-print-directory build SOURCES_READY=1); } || fail; \
 	{ $(call timed,vet (system test packages; the unit tests vet the others),$(GO) vet $(SYSTEM_TEST_PACKAGES) && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
-	{ $(call timed,wait for machine prereqs,wait $$machine); } || { cat $(TEST_LOG_DIR)/machine-prereqs.log; echo "make test: make machine-prereqs failed (its log is above)" >&2; fail; }; \
-	cat $(TEST_LOG_DIR)/machine-prereqs.log; \
+	$(call WAIT_BACKGROUND,machine prereqs,$$machine,machine-prereqs,make machine-prereqs,fail) \
 	{ $(call timed,unit tests (and go vet's every check),$(GO) test -vet=all $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v $(patsubst ./%/,-e /%,$(SYSTEM_TEST_PACKAGES)))); } || fail; \
 	$(MAKE) --no-print-directory e2e-test-binary || fail; \
 	internal/buildtools/background.sh idle $$kube $$checks; \
@@ -192,10 +191,15 @@ IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) n
 # tests for the small Windows binary and the type-check. A failed build
 # prints its log and ends make test once the phases started are done.
 TEST_AFTER_FIGURES = internal/buildtools/background.sh low $$kube $$checks;
-TEST_BEFORE_KUBERNETES = { $(call timed,wait for kube-apiserver,wait $$kube); } || { cat $(TEST_LOG_DIR)/kube-apiserver.log; echo "make test: the kube-apiserver build failed (its log is above)" >&2; wait $$rest $$checks; exit 1; }; \
-	cat $(TEST_LOG_DIR)/kube-apiserver.log;
-TEST_BEFORE_MANIFESTS = { $(call timed,wait for the background checks,wait $$checks); } || { cat $(TEST_LOG_DIR)/background.log; echo "make test: a background step failed (its log is above)" >&2; wait $$rest $$k8s; exit 1; }; \
-	cat $(TEST_LOG_DIR)/background.log;
+TEST_BEFORE_KUBERNETES = $(call WAIT_BACKGROUND,kube-apiserver,$$kube,kube-apiserver,the kube-apiserver build,wait $$rest $$checks; exit 1)
+TEST_BEFORE_MANIFESTS = $(call WAIT_BACKGROUND,the background checks,$$checks,background,a background step,wait $$rest $$k8s; exit 1)
+# $(call WAIT_BACKGROUND,<step>,<job>,<log>,<what failed>,<on failure>):
+# make test waits for one of its background jobs, timed as "wait for
+# <step>", then prints its log ($(TEST_LOG_DIR)/<log>.log); if the job
+# failed, the log, a line naming <what failed>, and <on failure> (shell
+# text that ends make test).
+WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG_DIR)/$(3).log; echo "make test: $(4) failed (its log is above)" >&2; $(5); }; \
+	cat $(TEST_LOG_DIR)/$(3).log;
 
 # The tests of the built binary, in phases. Phases with no other test beside
 # them, for the tests whose figures are timings, throughputs or CPU ratios
