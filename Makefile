@@ -44,7 +44,7 @@ $(TYPECHECK): internal/tools/go.mod internal/tools/go.sum internal/tools/typeche
 # generate re-runs mdatagen for every component's metadata.yaml.
 .PHONY: generate
 generate: $(MDATAGEN)
-	@set -e; for m in $$(find receiver processor exporter -name metadata.yaml -not -path '*/testdata/*'); do \
+	@set -e; for m in $$(find receiver processor exporter extension -name metadata.yaml -not -path '*/testdata/*'); do \
 		echo "mdatagen $$m"; (cd $$(dirname $$m) && $(MDATAGEN) metadata.yaml); done
 
 # ---- the collector ----
