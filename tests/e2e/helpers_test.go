@@ -81,6 +81,11 @@ type otlpPipeline struct {
 	RateLimit int
 	// StorageDir, when set, puts the sending queue on disk (file_storage).
 	StorageDir string
+	// QueueDir, when set, puts the sending queue on disk with the shipped
+	// configurations' queue_storage extension, bounded at QueueMaxMiB
+	// (0: its default).
+	QueueDir    string
+	QueueMaxMiB int
 	// Consumers, when set, is sending_queue.num_consumers (default 10).
 	Consumers int
 	// Headers are added to every request the exporter sends.
@@ -105,6 +110,14 @@ func (o otlpPipeline) write(t *testing.T, dir string) string {
 		ext = fmt.Sprintf("extensions:\n  file_storage:\n    directory: %s\n    create_directory: true\n", o.StorageDir)
 		extList = "  extensions: [file_storage]\n"
 		queue = "      storage: file_storage\n"
+	}
+	if o.QueueDir != "" {
+		ext = fmt.Sprintf("extensions:\n  queue_storage:\n    directory: %s\n", o.QueueDir)
+		if o.QueueMaxMiB > 0 {
+			ext += fmt.Sprintf("    max_size_mib: %d\n", o.QueueMaxMiB)
+		}
+		extList = "  extensions: [queue_storage]\n"
+		queue = "      storage: queue_storage\n"
 	}
 	if o.Consumers > 0 {
 		queue += fmt.Sprintf("      num_consumers: %d\n", o.Consumers)
