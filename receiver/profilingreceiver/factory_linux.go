@@ -49,10 +49,15 @@ func NewFactory() receiver.Factory {
 	)
 }
 
-// createProfiles wraps upstream's receiver so that prepare runs first in Start.
+// createProfiles wraps upstream's receiver so that prepare runs first in
+// Start, and counts the batches its next consumer refuses (countDrops).
 func createProfiles(upstream xreceiver.CreateProfilesFunc, prepare func(*zap.Logger) error) xreceiver.CreateProfilesFunc {
 	return func(ctx context.Context, set receiver.Settings, cfg component.Config, next xconsumer.Profiles) (xreceiver.Profiles, error) {
-		r, err := upstream(ctx, set, cfg, next)
+		tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+		if err != nil {
+			return nil, err
+		}
+		r, err := upstream(ctx, set, cfg, countDrops{Profiles: next, tb: tb})
 		if err != nil {
 			return nil, err
 		}

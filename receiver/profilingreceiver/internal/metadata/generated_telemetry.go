@@ -26,7 +26,9 @@ type TelemetryBuilder struct {
 	meter                            metric.Meter
 	mu                               sync.Mutex
 	registrations                    []metric.Registration
+	ReceiverProfilingBatchesDropped  metric.Int64Counter
 	ReceiverProfilingOffCPUAvailable metric.Int64Gauge
+	ReceiverProfilingSamplesDropped  metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -58,10 +60,22 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverProfilingBatchesDropped, err = builder.meter.Int64Counter(
+		"otelcol_receiver_profiling_batches_dropped",
+		metric.WithDescription("Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), other. [Development]"),
+		metric.WithUnit("{batch}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverProfilingOffCPUAvailable, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_profiling_off_cpu_available",
 		metric.WithDescription("Whether off-CPU profiling runs: 1 when off_cpu_threshold is above 0 and the kernel attached its hooks, 0 when it is above 0 but the kernel cannot (the receiver then profiles on-CPU only; see its warning). Not recorded when off_cpu_threshold is 0. [Development]"),
 		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingSamplesDropped, err = builder.meter.Int64Counter(
+		"otelcol_receiver_profiling_samples_dropped",
+		metric.WithDescription("Samples of the batches counted in otelcol_receiver_profiling_batches_dropped, by reason. [Development]"),
+		metric.WithUnit("{sample}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -19,8 +19,16 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverProfilingBatchesDropped.Add(context.Background(), 1)
 	tb.ReceiverProfilingOffCPUAvailable.Record(context.Background(), 1)
+	tb.ReceiverProfilingSamplesDropped.Add(context.Background(), 1)
+	AssertEqualReceiverProfilingBatchesDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProfilingOffCPUAvailable(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingSamplesDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
