@@ -250,6 +250,8 @@ func TestStartCountsAndWarns(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "exporter_nexovue_a_profiles.1"), make([]byte, 10000), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "exporter_nexovue_a_profiles.qmv0.tmp"), make([]byte, 10), 0o600))
+	// Not a file of the extension's (file_storage's database): not counted.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "exporter_nexovue__profiles"), make([]byte, 50000), 0o600))
 	f := startExt(t, dir, 2, 1<<20)
 	assert.Equal(t, int64(12288+4096), f.ext.usedBytes())
 	warned := f.logs.FilterMessage(BoundAboveFreeMessage).All()

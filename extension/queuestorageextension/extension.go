@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -89,7 +90,7 @@ func (e *queueStorage) Start(context.Context, component.Host) error {
 	}
 	var used int64
 	for _, ent := range entries {
-		if !ent.Type().IsRegular() {
+		if !ent.Type().IsRegular() || !isClientFile(ent.Name()) {
 			continue
 		}
 		if fi, err := ent.Info(); err == nil {
@@ -155,6 +156,14 @@ func (e *queueStorage) clientClosed(c *client) {
 	e.mu.Lock()
 	delete(e.clients, c)
 	e.mu.Unlock()
+}
+
+// isClientFile tells the files of the clients (<client>.<key>, or that
+// with tmpSuffix) from others in the directory, such as a file_storage
+// database left there: only the clients' files count against the bound.
+func isClientFile(name string) bool {
+	name = strings.TrimSuffix(name, tmpSuffix)
+	return strings.Count(name, ".") == 1 && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".")
 }
 
 func kindString(k component.Kind) string {
