@@ -25,7 +25,7 @@ const workloadService = "bench-workload"
 
 // startAgent starts the eBPF agent exporting to sink: ours is the shipped
 // agent.yaml (profiling -> memory_limiter -> service_name -> symbolize ->
-// frame_limit -> nexovue with its file_storage queue); plain is profiling ->
+// frame_limit -> nexovue with its queue_storage queue); plain is profiling ->
 // otlp_http with the same receiver setting (19 Hz) and the same telemetry.
 func (h *harness) startAgent(t *testing.T, ours bool, sink *sink) *testenv.Process {
 	t.Helper()
@@ -223,12 +223,12 @@ const (
 var agentNames = [agentKinds]string{
 	"ours (shipped agent.yaml)",
 	"plain (profiling → otlp_http)",
-	"ours with the queue in memory (agent.yaml without `storage: file_storage`)",
+	"ours with the queue in memory (agent.yaml without `storage: queue_storage`)",
 }
 
 // agentCost measures the agent's CPU time and peak RSS while 20 duty-cycled
 // busy processes run, for the shipped and the plain pipeline, and the
-// shipped one with its queue in memory (what the file_storage queue costs).
+// shipped one with its queue in memory (what the queue_storage queue costs).
 // They run at the same time, so that all profile the same host over the
 // same window: what the machine's other work adds to profile, it adds to
 // all. Each pair starts fresh agents (their start order rotated from one
@@ -338,7 +338,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 
 	s.Text = append(s.Text, fmt.Sprintf(
 		"The agent profiles this whole host at 19 Hz while %d busy processes run (benchload busy: each busy %s%% of every 100 ms in a call chain of its own depth, half of them with OTEL_SERVICE_NAME set). "+
-			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, file_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry); **ours with the queue in memory** is agent.yaml without the `storage: file_storage` line, to show the persistent queue's cost on its own. "+
+			"**ours** is the shipped `agent.yaml` (profiling → memory_limiter → service_name → symbolize → frame_limit → nexovue, queue_storage queue, health_check); **plain** is the same binary with profiling → otlp_http (same receiver settings, same Prometheus self-telemetry); **ours with the queue in memory** is agent.yaml without the `storage: queue_storage` line, to show the persistent queue's cost on its own. "+
 			"In each of %d pairs, %d agents of ours, %d of plain and %d of ours with the queue in memory run at the same time (started in turn, the order rotated from pair to pair), each exporting to an in-process ingest double of its own, so that all profile the same host over the same window: every agent profiles the others too, and what the machine's other work adds to profile it adds to all. "+
 			"After %s (the start-up scan of every process on the host costs about three times the steady rate in the first minute), the collector's CPU time is read from its process CPU clock (nanoseconds, threads that ended included) over a %s window; peak RSS is VmHWM (/proc/<pid>/status) at the end of the window. "+
 			"A pair's figure for a pipeline is the mean of its agents; the ratios are per pair; ± is the largest distance from the median to another pair. "+
@@ -360,7 +360,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 			Reps(rss[kind], func(x float64) string { return Num(x / (1 << 20)) }),
 		})
 	}
-	queueRow := "ours / ours with the queue in memory (the file_storage queue)"
+	queueRow := "ours / ours with the queue in memory (the queue_storage queue)"
 	if *flagOurs != "" {
 		queueRow = "ours / ours with the queue in memory"
 	}
@@ -373,7 +373,7 @@ func (h *harness) agentCost(t *testing.T, s *Section) {
 		AtMost("2. agent CPU, ours / plain", 1.10, cpuRatio,
 			"compare the two agents by ablation (agents without one component each, side by side as in this section) or CPU profiles (`perf record -p`); the exporter's README, \"What the agent's CPU pays for\", has the last figures"),
 		AtMost("2. agent peak RSS, ours / plain", 1.10, rssRatio,
-			"compare heap profiles of the two agents; look at the file_storage queue (bbolt mmap) and the exporter's buffers (write_buffer_size 512 KiB)"),
+			"compare heap profiles of the two agents; look at the queue_storage queue and the exporter's buffers (write_buffer_size 512 KiB)"),
 	)
 }
 
@@ -385,7 +385,7 @@ func (h *harness) memQueueAgent(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const storage = "    sending_queue:\n      storage: file_storage\n"
+	const storage = "    sending_queue:\n      storage: queue_storage\n"
 	if !strings.Contains(string(b), storage) {
 		t.Fatalf("agent.yaml has no %q", storage)
 	}

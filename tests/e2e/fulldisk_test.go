@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,4 +301,85 @@ func TestQueueStorageSurvivesKills(t *testing.T) {
 	}
 	require.NoError(t, srv.Start(), "the ingest double must come back on its port")
 	drain = o.requireExactlyAccepted(t, srv, 3*time.Minute)
+}
+
+// scrapeMetric returns the value of the first sample of the collector's
+// Prometheus metric name whose labels contain every one of labels (0 when
+// there is none yet).
+func scrapeMetric(env []string, name string, labels ...string) (float64, error) {
+	host, port := metricsEndpoint(env)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%s/metrics", host, port))
+	if err != nil {
+		return 0, nil // not serving yet
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+next:
+	for _, l := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(l, name+"{") && !strings.HasPrefix(l, name+" ") {
+			continue
+		}
+		for _, lb := range labels {
+			if !strings.Contains(l, lb) {
+				continue next
+			}
+		}
+		f := strings.Fields(l)
+		return strconv.ParseFloat(f[len(f)-1], 64)
+	}
+	return 0, nil
+}
+
+// TestFullDiskAgent: the shipped agent (eBPF profiler) with its queue on
+// a tmpfs that another file fills before it starts: it starts, keeps
+// profiling, counts the batches it cannot queue as dropped (storage_full),
+// logs that the queue is full naming the directory, sends nothing; once
+// the file is removed, its profiles reach the ingest.
+func TestFullDiskAgent(t *testing.T) {
+	t.Parallel() // see main_test.go
+	storage := mountTmpfs(t, 1024)
+	filler := filepath.Join(storage, "filler")
+	fillFS(t, filler)
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	var sent int64 = -1
+	figures(t, "fulldisk-agent", srv, &sent)
+
+	dir := t.TempDir()
+	overlay := writeFile(t, dir, "overlay.yaml", "receivers:\n  profiling:\n    reporter_interval: 2s\n")
+	env := append(agentEnv(t, srv.URL(), dir), "NEXOVUE_STORAGE_DIR="+storage)
+	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
+	p := startEBPFCollector(t, agent, testenv.CollectorOptions{Env: env, Args: []string{"--config", overlay, testenv.FeatureGate}})
+	burner := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-fulldisk-burn")
+	testenv.Start(t, []string{"OTEL_SERVICE_NAME=nxv-fulldisk"}, "nice", "-n", "10", burner)
+
+	const dropped = "otelcol_receiver_profiling_batches_dropped"
+	var drops float64
+	testenv.WaitFor(t, 2*time.Minute, "two batches counted as dropped (storage_full)", func() (bool, error) {
+		if ok, err := p.Exited(); ok {
+			return false, fmt.Errorf("the collector exited (%v)", err)
+		}
+		var err error
+		drops, err = scrapeMetric(env, dropped, `reason="storage_full"`)
+		return drops >= 2, err
+	})
+	require.Zero(t, srv.SamplesAccepted(), "nothing can be queued, so nothing is sent")
+	require.Equal(t, 1, countLines(p.Output(), fullMessage, storage), "the full line naming the directory")
+
+	require.NoError(t, os.Remove(filler))
+	testenv.WaitFor(t, 2*time.Minute, "the agent's profiles at the double once space returned", func() (bool, error) {
+		if ok, err := p.Exited(); ok {
+			return false, fmt.Errorf("the collector exited (%v)", err)
+		}
+		return srv.SamplesAccepted() > 0, nil
+	})
+	queued, err := scrapeMetric(env, "otelcol_queue_storage_bytes")
+	require.NoError(t, err)
+	bound, err := scrapeMetric(env, "otelcol_queue_storage_bound_bytes")
+	require.NoError(t, err)
+	require.Equal(t, float64(256<<20), bound, "the shipped bound")
+	t.Logf("e2e fulldisk-agent: batches dropped while full=%.0f, samples delivered after=%d, queue bytes=%.0f of %.0f", drops, srv.SamplesAccepted(), queued, bound)
 }

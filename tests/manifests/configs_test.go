@@ -179,13 +179,14 @@ func checkNexovueExporter(t *testing.T, name string, cfg map[string]any, queue b
 		t.Errorf("%s: nexovue key %v, want %s", name, got, keyFromEnv)
 	}
 	if queue {
-		if got := get(cfg, "exporters", "nexovue", "sending_queue", "storage"); got != "file_storage" {
-			t.Errorf("%s: sending_queue.storage %v, want file_storage", name, got)
+		if got := get(cfg, "exporters", "nexovue", "sending_queue", "storage"); got != "queue_storage" {
+			t.Errorf("%s: sending_queue.storage %v, want queue_storage (drains on a full disk, bounded in bytes)", name, got)
 		}
 		exts := strs(get(cfg, "service", "extensions"))
-		if !slices.Contains(exts, "file_storage") || !slices.Contains(exts, "health_check") {
-			t.Errorf("%s: service.extensions %v, want health_check and file_storage", name, exts)
+		if !slices.Contains(exts, "queue_storage") || !slices.Contains(exts, "health_check") {
+			t.Errorf("%s: service.extensions %v, want health_check and queue_storage", name, exts)
 		}
+		checkQueueBounded(t, name, cfg)
 	}
 }
 
@@ -277,8 +278,19 @@ func TestShippedConfigsShape(t *testing.T) {
 	if got := get(a2g, "exporters", "otlp_grpc/gateway", "timeout"); got != fmt.Sprintf("%ds", agentGatewayTimeoutSeconds) {
 		t.Errorf("agent-to-gateway.yaml: timeout %v, want %ds (the gateway's termination grace period is sized for it)", got, agentGatewayTimeoutSeconds)
 	}
-	if got := get(a2g, "exporters", "otlp_grpc/gateway", "sending_queue", "storage"); got != "file_storage" {
-		t.Errorf("agent-to-gateway.yaml: sending_queue.storage %v: the agent keeps what a gateway did not deliver", got)
+	if got := get(a2g, "exporters", "otlp_grpc/gateway", "sending_queue", "storage"); got != "queue_storage" {
+		t.Errorf("agent-to-gateway.yaml: sending_queue.storage %v: the agent keeps what a gateway did not deliver, on queue_storage", got)
+	}
+	checkQueueBounded(t, "agent-to-gateway.yaml", a2g)
+}
+
+// checkQueueBounded: the queue's storage has its bound in bytes on disk
+// set, with NEXOVUE_QUEUE_MAX_MIB to change it (issue 39).
+func checkQueueBounded(t *testing.T, name string, cfg map[string]any) {
+	t.Helper()
+	got, _ := get(cfg, "extensions", "queue_storage", "max_size_mib").(string)
+	if !strings.HasPrefix(got, "${env:NEXOVUE_QUEUE_MAX_MIB:-") {
+		t.Errorf("%s: extensions.queue_storage.max_size_mib %q, want ${env:NEXOVUE_QUEUE_MAX_MIB:-<MiB>}", name, got)
 	}
 }
 
@@ -319,8 +331,8 @@ func TestShippedConfigsValidate(t *testing.T) {
 }
 
 // The validation above must be able to fail: the same binary rejects the
-// agent's config without the feature gate, with a misspelt setting, and
-// without a key.
+// agent's config without the feature gate, with a misspelt setting,
+// without a key, and with its queue's bound at 0.
 func TestValidateRejects(t *testing.T) {
 	bin := testenv.Binary(t)
 	agent := repoPath(t, "distributions", "otelcol-nexovue", "agent.yaml")
@@ -341,5 +353,11 @@ func TestValidateRejects(t *testing.T) {
 
 	if out, err := validate(t, bin, agent, cleanEnv(), testenv.FeatureGate); err == nil || !strings.Contains(out, "NEXOVUE_KEY") {
 		t.Errorf("validate without NEXOVUE_KEY: err=%v, want the exporter's error naming NEXOVUE_KEY:\n%s", err, out)
+	}
+
+	// The queue's bound out of range names its key's path.
+	const bound = "extensions::queue_storage: max_size_mib: must be between 1 and 1048576, got 0"
+	if out, err := validate(t, bin, agent, cleanEnv("NEXOVUE_KEY="+validateKey, "NEXOVUE_QUEUE_MAX_MIB=0"), testenv.FeatureGate); err == nil || !strings.Contains(out, bound) {
+		t.Errorf("validate with NEXOVUE_QUEUE_MAX_MIB=0: err=%v, want %q:\n%s", err, bound, out)
 	}
 }

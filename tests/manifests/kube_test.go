@@ -282,7 +282,7 @@ func TestAgentDaemonSet(t *testing.T) {
 	}
 	c := checkCollectorContainer(t, "agent", spec, agentName, true)
 	if m := mountAt(c, storageMount); m == nil || m.ReadOnly {
-		t.Errorf("agent: no writable mount at %s for file_storage", storageMount)
+		t.Errorf("agent: no writable mount at %s for the sending queue (queue_storage)", storageMount)
 	}
 	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
 		t.Error("agent container is not privileged")

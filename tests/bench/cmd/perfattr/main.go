@@ -34,7 +34,7 @@ var components = []component{
 	{"service_name processor", []string{"servicenameprocessor"}},
 	{"symbolize processor", []string{"symbolizeprocessor"}},
 	{"frame_limit processor", []string{"framelimitprocessor"}},
-	{"persistent queue (bbolt, file_storage, request encoding)", []string{"go.etcd.io/bbolt", "storage/filestorage", "profilesEncoding", "persistentQueue"}},
+	{"persistent queue (queue_storage or bbolt file_storage, request encoding)", []string{"queuestorageextension", "go.etcd.io/bbolt", "storage/filestorage", "profilesEncoding", "persistentQueue"}},
 	// Either exporter's gzip: the nexovue exporter's own, otlp_http's in
 	// confighttp's transport.
 	{"gzip", []string{"compress/flate", "compress/gzip", "klauspost/compress"}},

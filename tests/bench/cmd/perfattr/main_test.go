@@ -37,7 +37,7 @@ func TestAttribute(t *testing.T) {
 	if p.total != 2 {
 		t.Fatalf("total %d, want 2", p.total)
 	}
-	queue := "persistent queue (bbolt, file_storage, request encoding)"
+	queue := "persistent queue (queue_storage or bbolt file_storage, request encoding)"
 	exp := "gzip"
 	if p.samples[queue] != 1 || p.samples[exp] != 1 {
 		t.Fatalf("samples %v, want one for %q and one for %q", p.samples, queue, exp)
