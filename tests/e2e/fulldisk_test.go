@@ -383,3 +383,48 @@ func TestFullDiskAgent(t *testing.T) {
 	require.Equal(t, float64(256<<20), bound, "the shipped bound")
 	t.Logf("e2e fulldisk-agent: batches dropped while full=%.0f, samples delivered after=%d, queue bytes=%.0f of %.0f", drops, srv.SamplesAccepted(), queued, bound)
 }
+
+// diskUsage is the bytes the files in dir take on disk (their blocks).
+func diskUsage(t *testing.T, dir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var n int64
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+	}
+	return n
+}
+
+// TestQueueBoundRefuses: the queue's bound in bytes on disk
+// (max_size_mib: 2) on a roomy filesystem, the ingest down: the queue
+// fills to its bound and no further (the files' blocks on disk within
+// it), later batches are refused with a retryable status and the full line
+// names the bound as the reason; once the ingest is back every sample
+// accepted arrives, once.
+func TestQueueBoundRefuses(t *testing.T) {
+	t.Parallel() // see main_test.go
+	const bound = 2 << 20
+	dir := t.TempDir()
+	srv, url := downIngest(t)
+	var o offers
+	var drain time.Duration
+	fullDiskFigures(t, "queue-bound", &o, srv, &drain)
+	p, lg := startPipeline(t, otlpPipeline{Endpoint: url, RateLimit: ingest.DefaultSamplesPerSecond, QueueDir: dir, QueueMaxMiB: bound >> 20})
+
+	o.offer(t, lg, 40, 500)
+	require.NotEmpty(t, o.refused, "the test must offer more than the bound holds")
+	used := diskUsage(t, dir)
+	t.Logf("e2e queue-bound: bytes on disk at the bound=%d of %d (%.1f%%), accepted=%d samples", used, bound, 100*float64(used)/bound, o.count(o.accepted))
+	require.LessOrEqual(t, used, int64(bound), "the queue's files must stay within max_size_mib")
+	require.Greater(t, used, int64(bound)*3/4, "the queue must fill up to near its bound before refusing")
+	require.Equal(t, 1, countLines(p.Output(), fullMessage, dir, `"reason": "bound"`), "the full line names the bound")
+
+	require.NoError(t, srv.Start(), "the ingest double must come back on its port")
+	drain = o.requireExactlyAccepted(t, srv, 3*time.Minute)
+	requireRunning(t, p)
+}
