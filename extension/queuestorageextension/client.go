@@ -407,6 +407,12 @@ func (c *client) create(key string, value []byte, twoSlot bool, old *fileState) 
 			err = cerr
 		}
 		if err == nil && target != path {
+			if old.f != nil {
+				// Windows renames nothing over an open file; the
+				// next rewrite reopens it if the rename fails.
+				_ = old.f.Close()
+				old.f = nil
+			}
 			err = os.Rename(target, path)
 		}
 	}
@@ -414,9 +420,6 @@ func (c *client) create(key string, value []byte, twoSlot bool, old *fileState) 
 		_ = os.Remove(target)
 		c.ext.addUsed(-(disk - oldDisk))
 		return c.ext.writeFailed(err)
-	}
-	if old != nil && old.f != nil {
-		_ = old.f.Close()
 	}
 	st := &fileState{disk: disk}
 	if twoSlot {
