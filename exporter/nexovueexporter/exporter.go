@@ -213,7 +213,15 @@ const (
 // When a part fails retryably after others were accepted (or dropped), the
 // error carries only what was not sent yet (xconsumererror.Profiles), so a
 // retry never duplicates an accepted half.
+//
+// A request without samples is not sent: the ingest has nothing to take from
+// it, and the persistent queue hands out one for each write its storage
+// refused (a full disk: queue_storage), an index it skipped that holds
+// nothing.
 func (e *nexovueExporter) push(ctx context.Context, pd pprofile.Profiles) error {
+	if pd.SampleCount() == 0 {
+		return nil
+	}
 	pending := []pprofile.Profiles{pd} // a stack: the first half is sent first
 	done := false                      // some part was accepted or dropped
 	var permErrs []error

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumererror/xconsumererror"
+	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap/zapcore"
@@ -56,6 +57,31 @@ func TestSendsProtobufGzipWithKey(t *testing.T) {
 	assert.Equal(t, int64(300), h.intSum(t, mSent))
 	assert.Equal(t, int64(1), h.intSum(t, mRequests, attribute.Int("status_code", 200)))
 	assert.Zero(t, h.intSum(t, mDropped))
+}
+
+// TestRequestWithoutSamplesIsNotSent: an empty request (the persistent
+// queue hands one out for each write its storage refused) sends nothing;
+// the next one with samples is sent as usual.
+func TestRequestWithoutSamplesIsNotSent(t *testing.T) {
+	ing := newFakeIngest(t, nil)
+	h := newHarness(t, testConfig(ing.srv.URL))
+
+	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), pprofile.NewProfiles()))
+	empty := batch(10, 1)
+	for _, rp := range empty.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				p.Samples().RemoveIf(func(pprofile.Sample) bool { return true })
+			}
+		}
+	}
+	require.Zero(t, empty.SampleCount())
+	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), empty))
+	assert.Equal(t, 0, len(ing.requests()), "requests sent") // not Empty: it would print the requests, key included
+
+	require.NoError(t, h.exp.ConsumeProfiles(context.Background(), batch(10, 2)))
+	assert.Equal(t, 1, len(ing.requests()), "requests sent")
+	assert.Equal(t, int64(10), h.intSum(t, mSent))
 }
 
 func TestCompressionNoneSendsPlainProtobuf(t *testing.T) {

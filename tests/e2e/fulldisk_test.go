@@ -138,6 +138,9 @@ func (o *offers) requireExactlyAccepted(t *testing.T, srv *ingest.Server, d time
 			require.True(t, missing[s], "seq %d was refused and arrived anyway", s)
 		}
 	}
+	for _, r := range srv.RecentRequests() {
+		require.Positive(t, r.Samples, "a request without samples reached the ingest (%s): the queue's refused writes must not become requests", r.Time.Format(time.RFC3339Nano))
+	}
 	st := srv.Stats()
 	require.Zero(t, st.Seq.Duplicates, "no sample may arrive twice")
 	require.Equal(t, want, st.SamplesAccepted)
@@ -160,8 +163,8 @@ func fullDiskFigures(t *testing.T, name string, o *offers, srv *ingest.Server, d
 	t.Helper()
 	t.Cleanup(func() {
 		st := srv.Stats()
-		t.Logf("e2e %s: accepted=%d delivered=%d duplicated=%d refused=%d statuses=%v drain=%s",
-			name, o.count(o.accepted), st.SamplesAccepted, st.Seq.Duplicates, o.count(o.refused), o.statuses, drain.Round(100*time.Millisecond))
+		t.Logf("e2e %s: accepted=%d delivered=%d duplicated=%d refused=%d statuses=%v drain=%s ingest_requests=%v",
+			name, o.count(o.accepted), st.SamplesAccepted, st.Seq.Duplicates, o.count(o.refused), o.statuses, drain.Round(100*time.Millisecond), st.RequestsByStatus)
 	})
 }
 
