@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -213,9 +214,18 @@ func TestBoundRefusesAndBatchUndoes(t *testing.T) {
 	metadatatest.AssertEqualQueueStorageBytes(t, f.tt, []metricdata.DataPoint[int64]{{Value: 3*256<<10 + 2*blockSize}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualQueueStorageBoundBytes(t, f.tt, []metricdata.DataPoint[int64]{{Value: 1 << 20}}, metricdatatest.IgnoreTimestamp())
 
-	// A second refusal within the minute is counted, not logged again.
+	// A second refusal within the minute is counted, not logged again; one
+	// a minute later is logged again.
 	require.ErrorIs(t, c.Set(ctx, "3", item), storage.ErrStorageFull)
 	assert.Equal(t, 1, f.logs.FilterMessage(FullMessage).Len())
+	later := time.Now().Add(fullLogEvery)
+	f.ext.now = func() time.Time { return later }
+	require.ErrorIs(t, c.Set(ctx, "3", item), storage.ErrStorageFull)
+	require.ErrorIs(t, c.Set(ctx, "3", item), storage.ErrStorageFull)
+	assert.Equal(t, 2, f.logs.FilterMessage(FullMessage).Len())
+	metadatatest.AssertEqualQueueStorageWritesFailed(t, f.tt, []metricdata.DataPoint[int64]{
+		{Value: 4, Attributes: attribute.NewSet(attribute.String("reason", "bound"))},
+	}, metricdatatest.IgnoreTimestamp())
 
 	// Sending an item deletes it (deletes first, then the metadata): room again.
 	require.NoError(t, c.Batch(ctx, storage.SetOperation("qmv0", []byte("meta 5")), storage.DeleteOperation("0")))

@@ -49,6 +49,8 @@ type queueStorage struct {
 	// freeBytes returns the free space of the directory's filesystem
 	// (replaced in tests).
 	freeBytes func(dir string) (int64, error)
+	// now is the clock of the full line's spacing (replaced in tests).
+	now func() time.Time
 
 	mu      sync.Mutex
 	used    int64 // bytes on disk of every file in the directory
@@ -63,7 +65,7 @@ func newQueueStorage(set extension.Settings, cfg *Config) (*queueStorage, error)
 	if err != nil {
 		return nil, err
 	}
-	return &queueStorage{cfg: cfg, logger: set.Logger, tb: tb, freeBytes: freeBytes, clients: map[*client]struct{}{}}, nil
+	return &queueStorage{cfg: cfg, logger: set.Logger, tb: tb, freeBytes: freeBytes, now: time.Now, clients: map[*client]struct{}{}}, nil
 }
 
 // Start creates the directory when create_directory is set, counts the
@@ -223,7 +225,7 @@ func (e *queueStorage) writeFailed(err error) error {
 // refuse counts a refused write and logs FullMessage at most once a minute.
 func (e *queueStorage) refuse(reason string, err error) error {
 	e.tb.QueueStorageWritesFailed.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
-	now := time.Now()
+	now := e.now()
 	e.mu.Lock()
 	logNow := e.lastLog.IsZero() || now.Sub(e.lastLog) >= fullLogEvery
 	if logNow {
