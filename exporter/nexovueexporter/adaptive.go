@@ -139,19 +139,26 @@ func (s *keyState) reclaim(now time.Time, r float64) float64 {
 }
 
 // backedUp reports whether the requests waiting to leave or in flight hold,
-// give or take one request, as many samples as they ever did: every queue
-// consumer holds one, and the queue has more. Near the end of a backlog
-// fewer consumers are busy. Caller holds s.mu.
+// give or take one request, as many samples as they ever did (see held):
+// every queue consumer holds one, and the queue has more. Near the end of a
+// backlog fewer consumers are busy. Caller holds s.mu.
 func (s *keyState) backedUp() bool {
-	held, largest := 0, 0
+	held, largest := s.held()
+	return held > 0 && held+largest >= s.ad.mostHeld
+}
+
+// held is the samples of the requests waiting to leave or in flight, and
+// the largest of them; it keeps the most ever held in mostHeld (rebook
+// calls it for every request). Caller holds s.mu.
+func (s *keyState) held() (samples, largest int) {
 	for _, b := range s.sent {
 		if b.left.IsZero() || b.inFlight {
-			held += b.samples
+			samples += b.samples
 			largest = max(largest, b.samples)
 		}
 	}
-	s.ad.mostHeld = max(s.ad.mostHeld, held)
-	return held > 0 && held+largest >= s.ad.mostHeld
+	s.ad.mostHeld = max(s.ad.mostHeld, samples)
+	return samples, largest
 }
 
 // adapted reports whether the rate is below the ceiling after a 429: then

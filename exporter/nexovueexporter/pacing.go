@@ -77,6 +77,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		return 0, 0
 	}
 	now := s.now()
+	s.held() // the most ever held, for backedUp
 	limit := s.limitAt(now)
 	spaced := s.adapted()
 	// Forget what left the window; keep what is in flight.
