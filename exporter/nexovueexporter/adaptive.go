@@ -53,6 +53,16 @@ const (
 	measureSpan = 5 * time.Second
 	// keepAccepted is how long accepted requests are remembered.
 	keepAccepted = measureSpan + paceWindow
+	// jitterMargin is taken off the rate on a decrease for each second of
+	// the usual round trip (its 90th percentile), on top of decreaseMargin:
+	// requests that left evenly arrive unevenly, up to a round trip apart,
+	// and a fleet at 97% of the limit overflowed the ingest's window at 100 ms
+	// (a second 429 episode in every simulated draw; 4% at 100 ms: none).
+	jitterMargin = 0.4
+	// reclaimAfter and reclaimDoubling: past the plateau, a collector
+	// backed up for reclaimAfter doubles its rate every reclaimDoubling.
+	reclaimAfter    = 3 * time.Second
+	reclaimDoubling = 250 * time.Millisecond
 )
 
 // acceptedRequest is a request the ingest accepted, by the time it left.
@@ -70,6 +80,15 @@ type adaptive struct {
 	accepted []acceptedRequest
 	// closed holds the recent periods the Retry-After gate was closed, oldest first.
 	closed []gateClosure
+	// reclaimed is the rate reached by reclaiming (samples per paceWindow;
+	// 0 until the plateau ends), last updated at reclaimedAt.
+	reclaimed   float64
+	reclaimedAt time.Time
+	// backedUpSince is when this collector was last found backed up, with
+	// no break since (zero: it is not); mostHeld is the most samples its
+	// requests ever held (see backedUp).
+	backedUpSince time.Time
+	mostHeld      int
 }
 
 // gateClosure is a period the Retry-After gate was closed.
@@ -88,12 +107,58 @@ func (s *keyState) limitAt(now time.Time) int {
 	if since := now.Sub(s.ad.decreasedAt); since > plateau {
 		t := (since - plateau).Seconds() / growthPeriod.Seconds()
 		r += growthFraction * float64(s.ceiling) * t * t * t
+		r = s.reclaim(now, r)
 	}
 	if r >= float64(s.ceiling) {
 		s.ad.decreasedAt = time.Time{} // back at the ceiling
 		return s.ceiling
 	}
 	return max(1, int(r))
+}
+
+// reclaim is the rate past the plateau: the probe's cubic curve r, or more
+// while this collector is backed up (see backedUp) for reclaimAfter or
+// longer: then the rate doubles every reclaimDoubling of that time the
+// Retry-After gate is open. A fleet that drained with this collector at
+// its share is done by now, and a collector whose first window was short
+// (one request of about five: the lowest share of a burst) takes the room
+// that the others left. Caller holds s.mu.
+func (s *keyState) reclaim(now time.Time, r float64) float64 {
+	a := &s.ad
+	a.reclaimed = math.Max(a.reclaimed, r)
+	switch {
+	case !s.backedUp():
+		a.backedUpSince = time.Time{}
+	case a.backedUpSince.IsZero():
+		a.backedUpSince = now
+	case now.Sub(a.backedUpSince) >= reclaimAfter && !a.reclaimedAt.IsZero() && !now.Before(s.notBefore):
+		a.reclaimed *= math.Exp2(now.Sub(maxTime(a.reclaimedAt, s.notBefore)).Seconds() / reclaimDoubling.Seconds())
+	}
+	a.reclaimedAt = now
+	return a.reclaimed
+}
+
+// backedUp reports whether the requests waiting to leave or in flight hold,
+// give or take one request, as many samples as they ever did (see held):
+// every queue consumer holds one, and the queue has more. Near the end of a
+// backlog fewer consumers are busy. Caller holds s.mu.
+func (s *keyState) backedUp() bool {
+	held, largest := s.held()
+	return held > 0 && held+largest >= s.ad.mostHeld
+}
+
+// held is the samples of the requests waiting to leave or in flight, and
+// the largest of them; it keeps the most ever held in mostHeld (rebook
+// calls it for every request). Caller holds s.mu.
+func (s *keyState) held() (samples, largest int) {
+	for _, b := range s.sent {
+		if b.left.IsZero() || b.inFlight {
+			samples += b.samples
+			largest = max(largest, b.samples)
+		}
+	}
+	s.ad.mostHeld = max(s.ad.mostHeld, samples)
+	return samples, largest
 }
 
 // adapted reports whether the rate is below the ceiling after a 429: then
@@ -146,14 +211,22 @@ func (s *keyState) throttled(left time.Time) float64 {
 		return 0
 	}
 	rate := perSecond * paceWindow.Seconds()
-	if s.adapted() && rate > current*remeasureBelow {
+	reclaiming := s.ad.reclaimed > s.ad.rate0
+	s.ad.reclaimed, s.ad.reclaimedAt = 0, time.Time{}
+	if reclaiming {
+		// Reclaiming found the key's limit: back to the last rate the
+		// ingest accepted before the last doubling, or what it accepted.
+		rate = math.Min(rate, current/2)
+	}
+	if s.adapted() && !reclaiming && rate > current*remeasureBelow {
 		// Already adapted: the rate was right for the fleet a moment
 		// ago, and the measure of a paced collector is noisy (a slow
 		// ingest, a queue draining): lower the rate itself.
 		rate = current
 	}
-	// Every episode lowers the rate by decreaseMargin at least.
-	rate = math.Min(current, rate) * (1 - decreaseMargin)
+	// Every episode lowers the rate by decreaseMargin at least, and more
+	// the later the answers come (see jitterMargin).
+	rate = math.Min(current, rate) * (1 - decreaseMargin - jitterMargin*s.rtt.usual().Seconds())
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate
 	s.ad.decreasedAt = now

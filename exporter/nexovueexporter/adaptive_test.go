@@ -309,3 +309,97 @@ func TestRoundTripsUsualIsTheNinetiethPercentile(t *testing.T) {
 	r.add(time.Second)
 	assert.Equal(t, time.Second, r.usual(), "5 slow answers of 32: more than the slowest 10%")
 }
+
+func TestAdaptiveDecreaseTakesMoreForLateAnswers(t *testing.T) {
+	// Answers after 100 ms: requests that left evenly may arrive up to
+	// that much closer together, so the rate goes 4% further down.
+	s, clock := newPacedState(t, 20_000)
+	for range 32 {
+		s.rtt.add(100 * time.Millisecond)
+	}
+	acceptSteadily(s, clock)
+	assert.InDelta(t, 2500*(1-decreaseMargin-jitterMargin*0.1), s.throttled(clock.t), 1)
+}
+
+// backUp books n requests of 500 samples that wait to leave.
+func backUp(s *keyState, n int) []uint64 {
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i], _ = s.reserve(500)
+	}
+	return ids
+}
+
+// limitAfter advances the clock by d in steps of 50 ms, reading the limit
+// at each step as waiting requests do, and returns the last one.
+func limitAfter(s *keyState, clock *virtualClock, d time.Duration) int {
+	var limit int
+	for end := clock.t.Add(d); clock.t.Before(end); {
+		clock.t = clock.t.Add(50 * time.Millisecond)
+		limit = s.maxSamples()
+	}
+	return limit
+}
+
+func TestAdaptiveReclaimsWhenBackedUpPastThePlateau(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock) // 2,500 samples/s
+	s.throttled(clock.t)
+	rate0 := s.maxSamples()
+	clock.t = clock.t.Add(plateau)
+
+	// Every consumer holds a request: for reclaimAfter the rate follows the
+	// probe's slow curve, then it doubles every reclaimDoubling.
+	backUp(s, 10)
+	slow := limitAfter(s, clock, reclaimAfter-100*time.Millisecond)
+	assert.Less(t, slow, rate0*101/100, "reclaimed before reclaimAfter")
+	fast := limitAfter(s, clock, 100*time.Millisecond+2*reclaimDoubling)
+	assert.Greater(t, fast, 3*rate0, "backed up for reclaimAfter and two doublings: the rate is not reclaimed")
+	assert.Less(t, fast, 5*rate0)
+	assert.Equal(t, s.ceiling, limitAfter(s, clock, 2*time.Second), "reclaiming reaches the ceiling")
+}
+
+func TestAdaptiveDoesNotReclaimWhenNotBackedUp(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	rate0 := s.maxSamples()
+	clock.t = clock.t.Add(plateau)
+
+	// Ten requests waited once; three fewer now (the backlog drains): the
+	// rate follows the probe's curve only.
+	ids := backUp(s, 10)
+	s.maxSamples()
+	for _, id := range ids[:3] {
+		s.cancel(id)
+	}
+	assert.Less(t, limitAfter(s, clock, reclaimAfter+2*time.Second), rate0*101/100)
+}
+
+func TestAdaptiveDoesNotReclaimWhileTheGateIsClosed(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	rate0 := s.maxSamples()
+	clock.t = clock.t.Add(plateau)
+	backUp(s, 10)
+	limitAfter(s, clock, reclaimAfter)
+	s.closeGate(clock.t.Add(2 * time.Second))
+	assert.Less(t, limitAfter(s, clock, 2*time.Second), rate0*3/2, "the rate grew while nothing could be sent")
+}
+
+func TestAdaptiveA429WhileReclaimingHalvesTheReclaimedRate(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	clock.t = clock.t.Add(plateau)
+	backUp(s, 10)
+	reclaimed := limitAfter(s, clock, reclaimAfter+2*reclaimDoubling)
+	require.Less(t, reclaimed, s.ceiling)
+	// The ingest accepted all it was sent while the rate climbed.
+	for range 40 {
+		s.acceptedAt(clock.t.Add(-time.Second), 500)
+	}
+	s.throttled(clock.t)
+	assert.InDelta(t, float64(reclaimed)/2*(1-decreaseMargin), float64(s.maxSamples()), 2)
+}

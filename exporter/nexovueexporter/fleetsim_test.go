@@ -6,6 +6,8 @@ package nexovueexporter
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,10 @@ type simConfig struct {
 	// as the e2e fleet's senders, started together, post every 100 ms;
 	// otherwise each at a random point of its first offer interval.
 	lockstep bool
+	// startSpread, when set, starts each collector's load at a random
+	// moment within it (a fleet whose collectors come back, or are
+	// restarted, one after the other), instead of within one offer interval.
+	startSpread time.Duration
 }
 
 // simResult is what the simulated ingest saw.
@@ -150,6 +156,9 @@ type simCollector struct {
 	consumers []simConsumer
 }
 
+// simRuns numbers the simulation's runs.
+var simRuns atomic.Int64
+
 func runFleetSim(t *testing.T, cfg simConfig) simResult {
 	t.Helper()
 	return runFleetSimKeys(t, cfg)[0]
@@ -159,6 +168,7 @@ func runFleetSim(t *testing.T, cfg simConfig) simResult {
 func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(cfg.seed, 14))
+	run := simRuns.Add(1)
 	clock := &virtualClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	start := clock.t
 	offered := cfg.offeredByKey
@@ -178,12 +188,18 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 			if k > 0 {
 				key = fmt.Sprintf("%s-%d", testKey, k)
 			}
-			s := acquireKeyState(fmt.Sprintf("https://fleet.test/%s/%d", t.Name(), i), key, cfg.ceiling)
-			t.Cleanup(s.release)
+			// A state of its own for each collector of each run: the
+			// registry shares states by endpoint and key.
+			s := acquireKeyState(fmt.Sprintf("https://fleet.test/%s/run-%d/%d", t.Name(), run, i), key, cfg.ceiling)
+			defer s.release()
 			s.now = clock.now
 			s.phase = rng.Float64
 			every := time.Duration(float64(time.Second) * float64(cfg.request) / float64(o))
-			first := start.Add(time.Duration(rng.Int64N(int64(every))))
+			spread := every
+			if cfg.startSpread > 0 {
+				spread = cfg.startSpread
+			}
+			first := start.Add(time.Duration(rng.Int64N(int64(spread))))
 			if cfg.lockstep {
 				first = start
 			}
@@ -299,7 +315,7 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 		if now.Sub(start) > cfg.load+10*time.Minute {
 			t.Fatalf("the simulated fleet did not drain its queues 10 minutes after the load: %v", res)
 		}
-		clock.t = now.Add(step)
+		clock.t = nextEvent(cols, now, loadEnd, step)
 	}
 	for k := range res {
 		for i := range res[k].perWindow {
@@ -309,6 +325,41 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 		res[k].limit = cfg.limit
 	}
 	return res
+}
+
+// nextEvent is the next millisecond step at which anything of the fleet is
+// due: an offer, a request's arrival or answer, a consumer's next try. The
+// steps in between would change nothing, so the simulation skips them; it
+// sees the same steps as one that visits every millisecond.
+func nextEvent(cols []*simCollector, now, loadEnd time.Time, step time.Duration) time.Time {
+	next := time.Time{}
+	due := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	for _, c := range cols {
+		if c.nextOffer.Before(loadEnd) {
+			due(c.nextOffer)
+		}
+		for k := range c.consumers {
+			w := &c.consumers[k]
+			switch {
+			case w.inFlight && !w.decided:
+				due(w.arriveAt)
+			case w.inFlight:
+				due(w.answerAt)
+			case w.busy:
+				due(w.nextTry)
+			}
+		}
+	}
+	min := now.Add(step)
+	if next.IsZero() || !next.After(min) {
+		return min
+	}
+	// Round up to the step grid the loop started on.
+	return min.Add((next.Sub(min) + step - 1) / step * step)
 }
 
 // fleetScenario is the e2e fleet test's scenario (tests/e2e/pacing_test.go):
@@ -392,49 +443,72 @@ func burstFigures(t *testing.T, name string, res simResult, collectors int) {
 	assert.Zero(t, res.clientEarly, "requests inside their own collector's Retry-After period")
 }
 
-// burstDraws is how many draws TestFleetSimDrainsABurst runs with random
-// first offers.
-const burstDraws = 20
+// burstDraws is how many draws TestFleetSimDrainsABurst runs of each case.
+const burstDraws = 200
+
+// burstCase is one way the fleet of the burst starts: in step, with each
+// collector's first offer at a random point of its first offer interval,
+// or with each collector starting at a random moment within 2 s.
+type burstCase struct {
+	name     string
+	latency  time.Duration
+	lockstep bool
+	spread   time.Duration
+	draws    int
+	// target: every draw meets issue 29's target (busy period at 90% of
+	// the limit or more, at most one 429 per collector), asserted; else
+	// the figures are logged.
+	target bool
+}
+
+var burstCases = []burstCase{
+	{name: "in_step", latency: 40 * time.Millisecond, lockstep: true, draws: burstDraws, target: true},
+	{name: "in_step", latency: 100 * time.Millisecond, lockstep: true, draws: burstDraws, target: true},
+	{name: "random_first_offers", latency: 40 * time.Millisecond, draws: burstDraws, target: true},
+	{name: "random_first_offers", latency: 100 * time.Millisecond, draws: burstDraws},
+	{name: "random_start_within_2s", latency: 40 * time.Millisecond, spread: 2 * time.Second, draws: 20},
+}
 
 // TestFleetSimDrainsABurst: the fleet of the e2e burst test on a virtual
-// clock (issue 29, item 5), with the busy-period figures.
-//   - In lockstep (the e2e test's senders, started together), the target is
-//     asserted at latencies up to 40 ms: every collector gets the same
-//     count of requests into the key's first window, so the shares the
-//     first 429s set are even and the collectors drain together. (Up to
-//     100 ms, a second 429 episode comes, as in the fleet tests.)
-//   - With each collector's first offer at a random point of its interval,
-//     the count each got into that window differs by one request of about
-//     five, and the one lowered to 4/5 of its share drains last (see the
-//     README's "Pacing in a fleet"): the draws meeting the target are
-//     counted and logged, the guarantees of every draw asserted.
+// clock (issues 29 and 47), burstCases' draws each. Every draw loses
+// nothing and sends nothing inside its own Retry-After; where a case's
+// target is set, every draw drains at 90% of the key's limit or more with
+// one 429 per collector at most (the minimum over the draws, not the
+// mean). The other cases' figures are logged (see the README's "Bursts"
+// for why they fall short).
 func TestFleetSimDrainsABurst(t *testing.T) {
 	t.Parallel() // waits on the clock (or simulates one): beside the others
-	for seed := range uint64(3) {
-		t.Run(fmt.Sprintf("lockstep/seed_%d", seed), func(t *testing.T) {
-			cfg := burstScenario(seed, 40*time.Millisecond)
-			cfg.lockstep = true
-			res := runFleetSim(t, cfg)
-			burstFigures(t, "burst", res, cfg.collectors)
-			busy, _ := res.busy()
-			assert.GreaterOrEqual(t, busy, 90.0, "busy period, %% of the limit")
-			assert.LessOrEqual(t, res.throttled, cfg.collectors, "429s: at most one per collector")
-		})
-	}
-	for _, jitter := range simLatencies {
-		met := 0
-		t.Run(fmt.Sprintf("random_first_offers/latency_up_to_%s", jitter), func(t *testing.T) {
-			for seed := range uint64(burstDraws) {
-				t.Run(fmt.Sprintf("seed_%d", seed), func(t *testing.T) {
-					cfg := burstScenario(seed, jitter)
-					res := runFleetSim(t, cfg)
-					burstFigures(t, "burst", res, cfg.collectors)
-					if burstTarget(res, cfg.collectors) {
-						met++
-					}
-				})
+	for _, bc := range burstCases {
+		t.Run(fmt.Sprintf("%s/latency_up_to_%s", bc.name, bc.latency), func(t *testing.T) {
+			t.Parallel()
+			shares := make([]float64, bc.draws)
+			throttled := make([]int, bc.draws)
+			for seed := range bc.draws {
+				cfg := burstScenario(uint64(seed), bc.latency)
+				cfg.lockstep, cfg.startSpread = bc.lockstep, bc.spread
+				res := runFleetSim(t, cfg)
+				shares[seed], _ = res.busy()
+				throttled[seed] = res.throttled
+				if !assert.Equal(t, res.offered, res.accepted, "seed %d: every sample accepted once", seed) ||
+					!assert.Positive(t, res.throttled, "seed %d: the burst must have been throttled (else this proves nothing)", seed) ||
+					!assert.Zero(t, res.clientEarly, "seed %d: requests inside their own collector's Retry-After period", seed) {
+					t.Logf("seed %d: %v", seed, res)
+				}
+				if bc.target && !burstTarget(res, cfg.collectors) {
+					t.Errorf("seed %d: busy period at %.1f%% of the limit with %d 429s: issue 47 asks 90%% or more and one 429 per collector at most in every draw: %v",
+						seed, shares[seed], res.throttled, res)
+				}
 			}
-			t.Logf("random first offers, latencies up to %s: issue 29's target met in %d of %d draws", jitter, met, burstDraws)
+			met := 0
+			for i := range shares {
+				if shares[i] >= 90 && throttled[i] <= fleetScenario(0, 0).collectors {
+					met++
+				}
+			}
+			sorted := slices.Clone(shares)
+			slices.Sort(sorted)
+			t.Logf("%s, latencies up to %s, %d draws: busy period %% of the limit: min %.1f, 10th percentile %.1f, median %.1f; most 429s in a draw %d; target met in %d",
+				bc.name, bc.latency, bc.draws, sorted[0], sorted[len(sorted)/10], sorted[len(sorted)/2], slices.Max(throttled), met)
 		})
 	}
 }

@@ -31,6 +31,7 @@ type keyState struct {
 	ceiling int
 	ad      adaptive
 	sent    []booking
+	exits   []booking // rebook's scratch space
 	rtt     roundTrips
 	nextID  uint64
 	// wake is closed when a request is answered (see wakeOnAnswer).

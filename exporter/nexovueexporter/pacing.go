@@ -77,6 +77,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		return 0, 0
 	}
 	now := s.now()
+	s.held() // the most ever held, for backedUp
 	limit := s.limitAt(now)
 	spaced := s.adapted()
 	// Forget what left the window; keep what is in flight.
@@ -94,8 +95,9 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	if spaced {
 		usual = s.rtt.usual()
 	}
-	inWindow := 0
-	exits := make([]booking, 0, len(s.sent))
+	inWindow, counted := 0, 0
+	// exits: when each booking leaves the window (while not spaced).
+	exits := s.exits[:0]
 	busy := false
 	var own *booking // the booking made again, if any
 	for i, b := range s.sent {
@@ -136,8 +138,12 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 			}
 			slot = maxTime(slot, from.Add(time.Duration(float64(paceWindow)*float64(b.samples)/float64(limit))))
 		}
-		exits = append(exits, booking{at: start.Add(paceWindow), samples: b.samples})
+		if !spaced {
+			exits = append(exits, booking{at: start.Add(paceWindow), samples: b.samples})
+		}
+		counted++
 	}
+	s.exits = exits // kept for the next call: rebook runs for every request
 	// Let the bookings that leave the window first go until n fits.
 	slices.SortFunc(exits, func(a, b booking) int { return a.at.Compare(b.at) })
 	// While spaced, the spacing alone paces (a window check would round
@@ -152,7 +158,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 		switch {
 		case own != nil && own.slot.After(slot):
 			slot = own.slot // drawn below, on an earlier booking
-		case len(exits) == 0:
+		case counted == 0:
 			// Nothing to space from (the first request after a 429, or
 			// after the Retry-After gate reopens): start at a random point
 			// of this request's share of the window, so that collectors
