@@ -1,0 +1,493 @@
+// Copyright nexovue
+// SPDX-License-Identifier: Apache-2.0
+
+// Package gopclntab reads a Go binary's function table (.gopclntab, the
+// runtime's pcHeader and what follows it) and the inline trees its functions
+// point to (FUNCDATA_InlTree), and turns a program counter into the frames
+// the Go runtime itself would report there: the calls the compiler inlined
+// at that address, innermost first, each with its own name, file, line and
+// start line, then the physical function.
+//
+// The layout is the one written by Go 1.20 and later (pcHeader magic
+// 0xfffffff1, _func with startLine, 16-byte inlinedCall records); it is
+// documented in the Go runtime's runtime/symtab.go, runtime/symtabinl.go
+// and internal/abi/symtab.go. Older layouts are refused (ErrUnsupported).
+//
+// Everything read from the file is treated as hostile: every offset is
+// checked before use, every walk is bounded, and what is kept is bounded by
+// Limits.MaxBytes, so a malformed table gives errors and fewer frames, never
+// a panic nor more memory.
+package gopclntab // import "github.com/nexovue/otelcol-nexovue/internal/gopclntab"
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+)
+
+// Errors of Parse and Open.
+var (
+	// ErrNotGo: the file has no Go function table.
+	ErrNotGo = errors.New("gopclntab: no Go function table")
+	// ErrUnsupported: a Go function table of a layout older than Go 1.20.
+	ErrUnsupported = errors.New("gopclntab: layout older than Go 1.20")
+	// ErrMalformed: the table cannot be read.
+	ErrMalformed = errors.New("gopclntab: malformed table")
+	// ErrTooLarge: keeping the table would take more than Limits.MaxBytes.
+	ErrTooLarge = errors.New("gopclntab: table larger than allowed")
+)
+
+const (
+	go120Magic = 0xfffffff1
+
+	// Offsets in _func (runtime2.go), Go 1.20 and later.
+	funcEntryOff   = 0
+	funcNameOff    = 4
+	funcPcfile     = 20
+	funcPcln       = 24
+	funcNpcdata    = 28
+	funcCuOffset   = 32
+	funcStartLine  = 36
+	funcNfuncdata  = 43
+	funcFixedSize  = 44
+	pcdataInlIndex = 2 // abi.PCDATA_InlTreeIndex
+	funcdataInl    = 3 // abi.FUNCDATA_InlTree
+
+	// inlinedCall (symtabinl.go): funcID, pad, nameOff, parentPc, startLine.
+	inlCallSize      = 16
+	inlNameOff       = 4
+	inlParentPc      = 8
+	inlStartLine     = 12
+	maxInlineDepth   = 64      // inlined calls followed per address
+	maxPCValueSteps  = 1 << 20 // entries of one pc-value table decoded per lookup
+	maxNameLen       = 4096    // a function or file name longer than this is cut
+	maxInlTreeLength = 1 << 16 // records of one function's inline tree
+)
+
+// Limits bound what a table keeps.
+type Limits struct {
+	// MaxBytes bounds the memory kept: the function table and the inline
+	// trees copied from the binary. 0: no table is kept.
+	MaxBytes int
+}
+
+// Frame is one function at an address: an inlined call, or the physical
+// function.
+type Frame struct {
+	// Function is the name as the Go runtime prints it (and runtime/pprof
+	// writes it): a generic function's shape arguments as "[...]".
+	Function string
+	// SystemName is the name in the table (with the shape arguments).
+	SystemName string
+	File       string
+	Line       int64
+	StartLine  int64
+}
+
+// Table is a parsed .gopclntab with the inline trees of its functions. It
+// is safe for concurrent lookups.
+type Table struct {
+	order     binary.ByteOrder
+	data      []byte // the whole table, from its pcHeader
+	textStart uint64
+	quantum   uint64
+	nfunc     int
+
+	funcnametab, cutab, filetab, pctab, pclntab []byte
+	functab                                     []byte // nfunc+1 {entryOff, funcOff} pairs
+
+	// inl holds the inline trees, copied from the binary; inlAt[i] is
+	// where function i's starts in inl (+1; 0: none), inlLen[i] its number
+	// of records.
+	inl    []byte
+	inlAt  []uint32
+	inlLen []uint16
+
+	// NoInlineTrees tells that the binary's inline trees could not be
+	// found (its go:func.* data): frames are the physical functions only.
+	NoInlineTrees bool
+}
+
+// Header is what Parse needs besides the table's bytes.
+type Header struct {
+	// TextStart is the address of runtime.text (function entries are
+	// offsets from it); 0: the header's own field (Go 1.20 to 1.25).
+	TextStart uint64
+	// ReadGoFunc reads n bytes of the binary's go:func.* data at offset
+	// off; nil when it could not be found (no inline trees).
+	ReadGoFunc func(off uint64, n int) ([]byte, error)
+}
+
+// Parse reads a table from data, the bytes of .gopclntab (copied: data is
+// not kept), and the inline trees through h.ReadGoFunc.
+func Parse(data []byte, h Header, lim Limits) (*Table, error) {
+	if len(data) < 8 {
+		return nil, ErrNotGo
+	}
+	var order binary.ByteOrder
+	switch {
+	case binary.LittleEndian.Uint32(data) == go120Magic:
+		order = binary.LittleEndian
+	case binary.BigEndian.Uint32(data) == go120Magic:
+		order = binary.BigEndian
+	default:
+		m := binary.LittleEndian.Uint32(data)
+		if m == 0xfffffff0 || m == 0xfffffffa || m == 0xfffffffb ||
+			binary.BigEndian.Uint32(data) == 0xfffffff0 || binary.BigEndian.Uint32(data) == 0xfffffffa || binary.BigEndian.Uint32(data) == 0xfffffffb {
+			return nil, ErrUnsupported
+		}
+		return nil, ErrNotGo
+	}
+	if data[4] != 0 || data[5] != 0 {
+		return nil, ErrMalformed
+	}
+	quantum, ptrSize := uint64(data[6]), int(data[7])
+	if (quantum != 1 && quantum != 2 && quantum != 4) || (ptrSize != 4 && ptrSize != 8) {
+		return nil, ErrMalformed
+	}
+	if len(data) < 8+8*ptrSize {
+		return nil, ErrMalformed
+	}
+	if len(data) > lim.MaxBytes {
+		return nil, ErrTooLarge
+	}
+	word := func(i int) uint64 {
+		p := data[8+i*ptrSize:]
+		if ptrSize == 8 {
+			return order.Uint64(p)
+		}
+		return uint64(order.Uint32(p))
+	}
+	nfunc := word(0)
+	t := &Table{order: order, quantum: quantum, textStart: h.TextStart}
+	if t.textStart == 0 {
+		t.textStart = word(2)
+	}
+	// Offsets of the tables, in the order the linker writes them.
+	offs := [5]uint64{word(3), word(4), word(5), word(6), word(7)} // funcname, cu, file, pc, pcln
+	for i, o := range offs {
+		if o < uint64(8+8*ptrSize) || o > uint64(len(data)) || (i > 0 && o < offs[i-1]) {
+			return nil, ErrMalformed
+		}
+	}
+	t.funcnametab = data[offs[0]:offs[1]]
+	t.cutab = data[offs[1]:offs[2]]
+	t.filetab = data[offs[2]:offs[3]]
+	t.pctab = data[offs[3]:offs[4]]
+	t.pclntab = data[offs[4]:]
+	// functab: nfunc+1 pairs of uint32 at the start of pclntab.
+	if nfunc == 0 || nfunc > uint64(len(t.pclntab))/8-1 {
+		return nil, ErrMalformed
+	}
+	t.nfunc = int(nfunc)
+	t.functab = t.pclntab[:(nfunc+1)*8]
+	// Entries must increase (the binary search relies on it).
+	prev := uint32(0)
+	for i := 0; i <= t.nfunc; i++ {
+		e := order.Uint32(t.functab[i*8:])
+		if e < prev {
+			return nil, ErrMalformed
+		}
+		prev = e
+	}
+	kept := len(data) + 6*t.nfunc
+	if kept > lim.MaxBytes {
+		return nil, ErrTooLarge
+	}
+	// Copy the table: data may be a file's buffer or mapping.
+	own := make([]byte, len(data))
+	copy(own, data)
+	t.data = own
+	t.funcnametab = own[offs[0]:offs[1]]
+	t.cutab = own[offs[1]:offs[2]]
+	t.filetab = own[offs[2]:offs[3]]
+	t.pctab = own[offs[3]:offs[4]]
+	t.pclntab = own[offs[4]:]
+	t.functab = t.pclntab[:(nfunc+1)*8]
+	if h.ReadGoFunc == nil {
+		t.NoInlineTrees = true
+		return t, nil
+	}
+	if err := t.readInlineTrees(h.ReadGoFunc, lim.MaxBytes-kept); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readInlineTrees copies each function's inline tree (as many records as
+// its PCDATA_InlTreeIndex table refers to) from the go:func.* data.
+func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), budget int) error {
+	t.inlAt = make([]uint32, t.nfunc)
+	t.inlLen = make([]uint16, t.nfunc)
+	for i := 0; i < t.nfunc; i++ {
+		f, ok := t.funcAt(i)
+		if !ok {
+			continue
+		}
+		off, ok := f.funcdata(t, funcdataInl)
+		if !ok {
+			continue
+		}
+		// The tree's length: one past the largest index the function's
+		// table uses.
+		tab, ok := f.pcdata(t, pcdataInlIndex)
+		if !ok {
+			continue
+		}
+		maxIdx := int32(-1)
+		t.walkPCValue(tab, f.entry, ^uint64(0), func(v int32) { maxIdx = max(maxIdx, v) })
+		if maxIdx < 0 {
+			continue
+		}
+		n := int(maxIdx) + 1
+		if n > maxInlTreeLength {
+			return ErrMalformed
+		}
+		if len(t.inl)+n*inlCallSize > budget || len(t.inl)+n*inlCallSize > 1<<32-2 {
+			return ErrTooLarge
+		}
+		b, err := read(uint64(off), n*inlCallSize)
+		if err != nil || len(b) != n*inlCallSize {
+			// Out of the binary's data: this function's frames are its
+			// own, without inlined calls.
+			continue
+		}
+		t.inlAt[i] = uint32(len(t.inl)) + 1
+		t.inlLen[i] = uint16(n)
+		t.inl = append(t.inl, b...)
+	}
+	t.inl = t.inl[:len(t.inl):len(t.inl)]
+	return nil
+}
+
+// Size is an estimate of the memory the table keeps, in bytes.
+func (t *Table) Size() int {
+	return len(t.data) + cap(t.inl) + 4*len(t.inlAt) + 2*len(t.inlLen) + 256
+}
+
+// TextStart is the address function entries are offsets from.
+func (t *Table) TextStart() uint64 { return t.textStart }
+
+// Funcs is the number of functions of the table.
+func (t *Table) Funcs() int { return t.nfunc }
+
+// fn is a _func record.
+type fn struct {
+	idx     int
+	rec     []byte // the record, through its pcdata and funcdata arrays
+	entry   uint64 // its entry address
+	end     uint64 // the next function's entry
+	npcdata uint32
+	nfdata  uint32
+}
+
+func (t *Table) funcAt(i int) (fn, bool) {
+	if i < 0 || i >= t.nfunc {
+		return fn{}, false
+	}
+	entry := uint64(t.order.Uint32(t.functab[i*8:]))
+	end := uint64(t.order.Uint32(t.functab[i*8+8:]))
+	off := uint64(t.order.Uint32(t.functab[i*8+4:]))
+	if off > uint64(len(t.pclntab)) || uint64(len(t.pclntab))-off < funcFixedSize {
+		return fn{}, false
+	}
+	rec := t.pclntab[off:]
+	npc := t.order.Uint32(rec[funcNpcdata:])
+	nfd := uint32(rec[funcNfuncdata])
+	need := uint64(funcFixedSize) + 4*uint64(npc) + 4*uint64(nfd)
+	if need > uint64(len(rec)) {
+		return fn{}, false
+	}
+	if uint64(t.order.Uint32(rec[funcEntryOff:])) != entry {
+		return fn{}, false // the functab and the record disagree
+	}
+	return fn{idx: i, rec: rec[:need], entry: t.textStart + entry, end: t.textStart + end, npcdata: npc, nfdata: nfd}, true
+}
+
+func (f fn) u32(t *Table, off int) uint32 { return t.order.Uint32(f.rec[off:]) }
+
+// pcdata returns the offset in pctab of the function's table i.
+func (f fn) pcdata(t *Table, i uint32) (uint32, bool) {
+	if i >= f.npcdata {
+		return 0, false
+	}
+	v := f.u32(t, funcFixedSize+4*int(i))
+	return v, v != 0
+}
+
+// funcdata returns the offset from go:func.* of the function's funcdata i.
+func (f fn) funcdata(t *Table, i uint32) (uint32, bool) {
+	if i >= f.nfdata {
+		return 0, false
+	}
+	v := f.u32(t, funcFixedSize+4*int(f.npcdata)+4*int(i))
+	return v, v != ^uint32(0)
+}
+
+// find returns the function holding pc.
+func (t *Table) find(pc uint64) (fn, bool) {
+	if pc < t.textStart || pc-t.textStart >= 1<<32 {
+		return fn{}, false
+	}
+	off := uint32(pc - t.textStart)
+	// The last i with entry(i) <= off.
+	lo, hi := 0, t.nfunc
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.order.Uint32(t.functab[m*8:]) <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
+	if i < 0 || off >= t.order.Uint32(t.functab[i*8+8:]) {
+		return fn{}, false
+	}
+	return t.funcAt(i)
+}
+
+// readVarint reads an unsigned varint of at most 5 bytes.
+func readVarint(p []byte) (n int, v uint32, ok bool) {
+	var shift uint
+	for n < len(p) && n < 5 {
+		b := p[n]
+		n++
+		v |= uint32(b&0x7f) << shift
+		if b&0x80 == 0 {
+			return n, v, true
+		}
+		shift += 7
+	}
+	return 0, 0, false
+}
+
+// walkPCValue decodes the pc-value table at off of a function entering at
+// entry, calling visit with each value, until the entry holding target
+// (^0: to its end). It returns the value at target, -1 when there is none.
+func (t *Table) walkPCValue(off uint32, entry, target uint64, visit func(int32)) int32 {
+	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
+		return -1
+	}
+	p := t.pctab[off:]
+	pc, val := entry, int32(-1)
+	for step := 0; step < maxPCValueSteps; step++ {
+		n, uv, ok := readVarint(p)
+		if !ok || (uv == 0 && step > 0) {
+			return -1 // the end of the table, or a table cut short
+		}
+		p = p[n:]
+		val += int32(-(uv & 1) ^ (uv >> 1))
+		n, pcd, ok := readVarint(p)
+		if !ok || pcd == 0 {
+			return -1
+		}
+		p = p[n:]
+		pc += uint64(pcd) * t.quantum
+		if visit != nil {
+			visit(val)
+		}
+		if target < pc {
+			return val
+		}
+	}
+	return -1
+}
+
+func (t *Table) pcvalue(f fn, off uint32, pc uint64) int32 {
+	return t.walkPCValue(off, f.entry, pc, nil)
+}
+
+// cstring returns the NUL-terminated string at off of tab, cut at
+// maxNameLen; ok is false when off is outside tab.
+func cstring(tab []byte, off uint64) (string, bool) {
+	if off >= uint64(len(tab)) {
+		return "", false
+	}
+	b := tab[off:]
+	end := min(len(b), maxNameLen)
+	for i := 0; i < end; i++ {
+		if b[i] == 0 {
+			return string(b[:i]), true
+		}
+	}
+	return string(b[:end]), true
+}
+
+// fileLine returns the file and line of pc in f ("", 0 when unknown).
+func (t *Table) fileLine(f fn, pc uint64) (string, int64) {
+	fileno := t.pcvalue(f, f.u32(t, funcPcfile), pc)
+	line := t.pcvalue(f, f.u32(t, funcPcln), pc)
+	if fileno < 0 || line < 0 {
+		return "", 0
+	}
+	ci := uint64(f.u32(t, funcCuOffset)) + uint64(fileno)
+	if ci >= uint64(len(t.cutab))/4 {
+		return "", int64(line)
+	}
+	fo := t.order.Uint32(t.cutab[ci*4:])
+	if fo == ^uint32(0) {
+		return "", int64(line)
+	}
+	file, _ := cstring(t.filetab, uint64(fo))
+	return file, int64(line)
+}
+
+// Lookup appends to buf the frames at pc, innermost first: the inlined
+// calls at pc, then the physical function. It appends nothing when no
+// function holds pc. pc is a "call PC": the caller of a frame that is not
+// the leaf looks up its return address minus one.
+func (t *Table) Lookup(pc uint64, buf []Frame) []Frame {
+	f, ok := t.find(pc)
+	if !ok {
+		return buf
+	}
+	name, ok := cstring(t.funcnametab, uint64(f.u32(t, funcNameOff)))
+	if !ok || name == "" {
+		return buf
+	}
+	start := len(buf)
+	var tree []byte
+	if t.inlAt != nil && t.inlAt[f.idx] != 0 {
+		at := int(t.inlAt[f.idx] - 1)
+		tree = t.inl[at : at+int(t.inlLen[f.idx])*inlCallSize]
+	}
+	inlTab, hasInl := f.pcdata(t, pcdataInlIndex)
+	cur := pc
+	for depth := 0; ; depth++ {
+		idx := int32(-1)
+		if hasInl && tree != nil && depth < maxInlineDepth {
+			idx = t.pcvalue(f, inlTab, cur)
+		}
+		if idx < 0 || int(idx) >= len(tree)/inlCallSize {
+			// The physical function.
+			file, line := t.fileLine(f, cur)
+			buf = append(buf, Frame{Function: forPrint(name), SystemName: name, File: file, Line: line, StartLine: int64(int32(f.u32(t, funcStartLine)))})
+			return buf
+		}
+		rec := tree[int(idx)*inlCallSize:]
+		callee, ok := cstring(t.funcnametab, uint64(t.order.Uint32(rec[inlNameOff:])))
+		if !ok || callee == "" {
+			return buf[:start]
+		}
+		file, line := t.fileLine(f, cur)
+		buf = append(buf, Frame{Function: forPrint(callee), SystemName: callee, File: file, Line: line, StartLine: int64(int32(t.order.Uint32(rec[inlStartLine:])))})
+		parent := int64(int32(t.order.Uint32(rec[inlParentPc:])))
+		next := uint64(int64(f.entry) + parent)
+		if parent < 0 || next >= f.end {
+			return buf[:start]
+		}
+		cur = next
+	}
+}
+
+// forPrint is the runtime's funcNameForPrint: the part of a generic
+// function's name from its first '[' to its last ']' as "[...]".
+func forPrint(name string) string {
+	i := strings.IndexByte(name, '[')
+	j := strings.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return name
+	}
+	return name[:i] + "[...]" + name[j+1:]
+}
