@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
+	"github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 )
 
@@ -21,16 +22,19 @@ const (
 	sourceSymtab     = "symtab"      // the mapped file's symbol table
 	sourceDebugFile  = "debug_file"  // a separate debug file's symbol table
 	sourceDWARFLines = "dwarf_lines" // DWARF: lines and inlined calls
+	sourceGopclntab  = "gopclntab"   // a Go binary's .gopclntab: Go frames with inlined calls and start lines
 )
 
 // Reasons a file failed (the reason attribute of the files_failed metric).
 const (
-	reasonNotFound  = "not_found"       // no such file where the process sees it, or not allowed
-	reasonMismatch  = "mismatch"        // a file of that name, not the mapping's
-	reasonTooLarge  = "too_large"       // past max_file_size_mib, or its DWARF past the memory allowed
-	reasonMalformed = "malformed"       // an ELF file that cannot be read
-	reasonDWARF     = "malformed_dwarf" // its DWARF cannot be read (its symbol table is used)
-	reasonDWZ       = "dwz"             // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
+	reasonNotFound  = "not_found"           // no such file where the process sees it, or not allowed
+	reasonMismatch  = "mismatch"            // a file of that name, not the mapping's
+	reasonTooLarge  = "too_large"           // past max_file_size_mib, or its DWARF past the memory allowed
+	reasonMalformed = "malformed"           // an ELF file that cannot be read
+	reasonDWARF     = "malformed_dwarf"     // its DWARF cannot be read (its symbol table is used)
+	reasonDWZ       = "dwz"                 // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
+	reasonGopclntab = "malformed_gopclntab" // a Go binary's .gopclntab cannot be read (its Go frames stay as the profiler named them)
+	reasonOldGo     = "unsupported_go"      // a Go binary older than Go 1.20 (its Go frames stay as the profiler named them)
 )
 
 // symbols is what the processor knows of one file identity: a symbol table
@@ -40,6 +44,9 @@ type symbols struct {
 	tab       *symtab
 	tabSource string
 	lines     *dwarfindex.Index // nil without DWARF
+	// gotab is a Go binary's function table (nil: not a Go binary, or its
+	// table could not be read).
+	gotab *gopclntab.Table
 	// linesSource is the source the frames named from lines count under.
 	linesSource string
 	// awaitBuildID is set when a debuginfod server was asked for the
@@ -68,6 +75,9 @@ func (s *symbols) size() int {
 	n := s.tab.size
 	if s.lines != nil {
 		n += s.lines.Size()
+	}
+	if s.gotab != nil {
+		n += s.gotab.Size()
 	}
 	return n
 }
@@ -100,7 +110,16 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 	}
 	s := &symbols{tab: tab, tabSource: sourceSymtab}
 	ef, err := safeELF(f)
-	if err != nil || lim.symtabOnly {
+	if err != nil {
+		return s, nil
+	}
+	if s.addGopclntab(ef, lim) {
+		// A Go binary: its Go frames are named from its table, read in
+		// the first reading; its DWARF, which would name only the frames
+		// of C code linked in (cgo), is not read.
+		return s, nil
+	}
+	if lim.symtabOnly {
 		return s, nil
 	}
 	if hasDWARF(ef) {
@@ -160,6 +179,28 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 	}
 	s.origin = dc.origin
 	return true, ""
+}
+
+// addGopclntab reads a Go binary's function table and inline trees,
+// within what the cache leaves for them besides the symbol table. It
+// returns whether the file is a Go binary whose table was read. A failure
+// is counted by the first reading (a second reading, of a file that is
+// not a Go binary or whose table failed, fails the same way).
+func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
+	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes - s.tab.size})
+	switch {
+	case err == nil:
+		s.gotab = t
+		return true
+	case errors.Is(err, gopclntab.ErrNotGo), !lim.symtabOnly:
+	case errors.Is(err, gopclntab.ErrTooLarge):
+		s.failures = append(s.failures, reasonTooLarge)
+	case errors.Is(err, gopclntab.ErrUnsupported):
+		s.failures = append(s.failures, reasonOldGo)
+	default:
+		s.failures = append(s.failures, reasonGopclntab)
+	}
+	return false
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is
