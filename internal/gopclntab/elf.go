@@ -55,7 +55,7 @@ func Open(ef *elf.File, lim Limits) (t *Table, err error) {
 	if sec.Size < 16 {
 		return nil, ErrMalformed
 	}
-	if sec.Size > uint64(lim.MaxBytes) {
+	if sec.Size > uint64(lim.SectionBytes) {
 		return nil, ErrTooLarge
 	}
 	data := make([]byte, sec.Size)

@@ -135,7 +135,7 @@ func parseSynth(tab, gofunc []byte, maxBytes int) (*Table, error) {
 			return nil, ErrMalformed
 		}
 		return gofunc[off : off+uint64(n)], nil
-	}}, Limits{MaxBytes: maxBytes})
+	}}, Limits{MaxBytes: maxBytes, SectionBytes: maxBytes})
 }
 
 // TestSynthetic: the inline tree of a table laid out as the linker does.
@@ -164,7 +164,7 @@ func TestSynthetic(t *testing.T) {
 	require.Empty(t, frames(0xfff))
 	// Without the inline trees: the physical function, at the address's
 	// own line.
-	nt, err := Parse(tab, Header{}, Limits{MaxBytes: 1 << 20})
+	nt, err := Parse(tab, Header{}, Limits{MaxBytes: 1 << 20, SectionBytes: 1 << 20})
 	require.NoError(t, err)
 	require.True(t, nt.NoInlineTrees)
 	require.Len(t, nt.Lookup(0x100b, nil), 1)

@@ -66,9 +66,12 @@ const (
 
 // Limits bound what a table keeps.
 type Limits struct {
-	// MaxBytes bounds the memory kept: the function table and the inline
-	// trees copied from the binary. 0: no table is kept.
+	// MaxBytes bounds the memory kept: the tables and function records
+	// copied from the binary, and its inline trees. 0: no table is kept.
 	MaxBytes int
+	// SectionBytes bounds the .gopclntab section read (whole, then
+	// dropped once parsed) by Open.
+	SectionBytes int
 }
 
 // Frame is one function at an address: an inlined call, or the physical
@@ -85,28 +88,41 @@ type Frame struct {
 }
 
 // Table is a parsed .gopclntab with the inline trees of its functions. It
-// is safe for concurrent lookups.
+// keeps what a lookup needs: the name, CU and file tables, the pc-value
+// tables, and per function a record of 40 bytes (the binary's _func
+// records, with their stack-map tables, are not kept). It is safe for
+// concurrent lookups.
 type Table struct {
 	order     binary.ByteOrder
-	data      []byte // the whole table, from its pcHeader
 	textStart uint64
+	textEnd   uint32 // the functab's last entry: the end of the last function
 	quantum   uint64
-	nfunc     int
 
-	funcnametab, cutab, filetab, pctab, pclntab []byte
-	functab                                     []byte // nfunc+1 {entryOff, funcOff} pairs
+	funcnametab, cutab, filetab, pctab []byte
+	funcs                              []funcRec // by entry
 
-	// inl holds the inline trees, copied from the binary; inlAt[i] is
-	// where function i's starts in inl (+1; 0: none), inlLen[i] its number
-	// of records.
-	inl    []byte
-	inlAt  []uint32
-	inlLen []uint16
+	// inl holds the inline trees, copied from the binary.
+	inl []byte
 
 	// NoInlineTrees tells that the binary's inline trees could not be
 	// found (its go:func.* data): frames are the physical functions only.
 	NoInlineTrees bool
 }
+
+// funcRec is what a lookup needs of a _func record.
+type funcRec struct {
+	entry     uint32 // offset from textStart
+	nameOff   uint32
+	pcfile    uint32 // offsets in pctab (0: none)
+	pcln      uint32
+	inlIndex  uint32 // PCDATA_InlTreeIndex's table
+	cuOffset  uint32
+	startLine int32
+	inlAt     uint32 // offset in inl of the function's inline tree
+	inlLen    uint32 // its records (0: none)
+}
+
+const funcRecSize = 40 // unsafe.Sizeof(funcRec{}), rounded
 
 // Header is what Parse needs besides the table's bytes.
 type Header struct {
@@ -131,10 +147,11 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 	case binary.BigEndian.Uint32(data) == go120Magic:
 		order = binary.BigEndian
 	default:
-		m := binary.LittleEndian.Uint32(data)
-		if m == 0xfffffff0 || m == 0xfffffffa || m == 0xfffffffb ||
-			binary.BigEndian.Uint32(data) == 0xfffffff0 || binary.BigEndian.Uint32(data) == 0xfffffffa || binary.BigEndian.Uint32(data) == 0xfffffffb {
-			return nil, ErrUnsupported
+		for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			switch o.Uint32(data) {
+			case 0xfffffff0, 0xfffffffa, 0xfffffffb: // Go 1.18-1.19, 1.16-1.17, 1.2-1.15
+				return nil, ErrUnsupported
+			}
 		}
 		return nil, ErrNotGo
 	}
@@ -147,9 +164,6 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 	}
 	if len(data) < 8+8*ptrSize {
 		return nil, ErrMalformed
-	}
-	if len(data) > lim.MaxBytes {
-		return nil, ErrTooLarge
 	}
 	word := func(i int) uint64 {
 		p := data[8+i*ptrSize:]
@@ -170,42 +184,69 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 			return nil, ErrMalformed
 		}
 	}
-	t.funcnametab = data[offs[0]:offs[1]]
-	t.cutab = data[offs[1]:offs[2]]
-	t.filetab = data[offs[2]:offs[3]]
-	t.pctab = data[offs[3]:offs[4]]
-	t.pclntab = data[offs[4]:]
-	// functab: nfunc+1 pairs of uint32 at the start of pclntab.
-	if nfunc == 0 || nfunc > uint64(len(t.pclntab))/8-1 {
+	pclntab := data[offs[4]:]
+	// functab: nfunc+1 pairs {entryOff, funcOff} at the start of pclntab.
+	if nfunc == 0 || len(pclntab) < 16 || nfunc > uint64(len(pclntab))/8-1 {
 		return nil, ErrMalformed
 	}
-	t.nfunc = int(nfunc)
-	t.functab = t.pclntab[:(nfunc+1)*8]
-	// Entries must increase (the binary search relies on it).
-	prev := uint32(0)
-	for i := 0; i <= t.nfunc; i++ {
-		e := order.Uint32(t.functab[i*8:])
-		if e < prev {
-			return nil, ErrMalformed
-		}
-		prev = e
-	}
-	kept := len(data) + 6*t.nfunc
-	if kept > lim.MaxBytes {
+	kept := int(offs[4]-offs[0]) + int(nfunc)*funcRecSize
+	if kept > lim.MaxBytes || kept < 0 {
 		return nil, ErrTooLarge
 	}
-	// Copy the table: data may be a file's buffer or mapping.
-	own := make([]byte, len(data))
-	copy(own, data)
-	t.data = own
-	t.funcnametab = own[offs[0]:offs[1]]
-	t.cutab = own[offs[1]:offs[2]]
-	t.filetab = own[offs[2]:offs[3]]
-	t.pctab = own[offs[3]:offs[4]]
-	t.pclntab = own[offs[4]:]
-	t.functab = t.pclntab[:(nfunc+1)*8]
+	// Copy the tables kept: data may be a file's buffer.
+	own := make([]byte, offs[4]-offs[0])
+	copy(own, data[offs[0]:offs[4]])
+	base := offs[0]
+	t.funcnametab = own[offs[0]-base : offs[1]-base]
+	t.cutab = own[offs[1]-base : offs[2]-base]
+	t.filetab = own[offs[2]-base : offs[3]-base]
+	t.pctab = own[offs[3]-base : offs[4]-base]
+	t.funcs = make([]funcRec, 0, nfunc)
+	prev := uint32(0)
+	for i := uint64(0); i < nfunc; i++ {
+		entry := order.Uint32(pclntab[i*8:])
+		off := uint64(order.Uint32(pclntab[i*8+4:]))
+		if entry < prev {
+			return nil, ErrMalformed // the binary search needs them in order
+		}
+		prev = entry
+		if off > uint64(len(pclntab)) || uint64(len(pclntab))-off < funcFixedSize {
+			return nil, ErrMalformed
+		}
+		rec := pclntab[off:]
+		npc := uint64(order.Uint32(rec[funcNpcdata:]))
+		nfd := uint64(rec[funcNfuncdata])
+		if uint64(funcFixedSize)+4*npc+4*nfd > uint64(len(rec)) || order.Uint32(rec[funcEntryOff:]) != entry {
+			return nil, ErrMalformed // the functab and the record disagree
+		}
+		f := funcRec{
+			entry:     entry,
+			nameOff:   order.Uint32(rec[funcNameOff:]),
+			pcfile:    order.Uint32(rec[funcPcfile:]),
+			pcln:      order.Uint32(rec[funcPcln:]),
+			cuOffset:  order.Uint32(rec[funcCuOffset:]),
+			startLine: int32(order.Uint32(rec[funcStartLine:])),
+		}
+		if npc > pcdataInlIndex {
+			f.inlIndex = order.Uint32(rec[funcFixedSize+4*pcdataInlIndex:])
+		}
+		if nfd > funcdataInl {
+			// The inline tree's offset in go:func.*, until it is read.
+			f.inlAt = order.Uint32(rec[funcFixedSize+4*npc+4*funcdataInl:])
+		} else {
+			f.inlAt = ^uint32(0)
+		}
+		t.funcs = append(t.funcs, f)
+	}
+	t.textEnd = order.Uint32(pclntab[nfunc*8:])
+	if t.textEnd < prev {
+		return nil, ErrMalformed
+	}
 	if h.ReadGoFunc == nil {
 		t.NoInlineTrees = true
+		for i := range t.funcs {
+			t.funcs[i].inlAt = 0
+		}
 		return t, nil
 	}
 	if err := t.readInlineTrees(h.ReadGoFunc, lim.MaxBytes-kept); err != nil {
@@ -217,25 +258,17 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 // readInlineTrees copies each function's inline tree (as many records as
 // its PCDATA_InlTreeIndex table refers to) from the go:func.* data.
 func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), budget int) error {
-	t.inlAt = make([]uint32, t.nfunc)
-	t.inlLen = make([]uint16, t.nfunc)
-	for i := 0; i < t.nfunc; i++ {
-		f, ok := t.funcAt(i)
-		if !ok {
-			continue
-		}
-		off, ok := f.funcdata(t, funcdataInl)
-		if !ok {
+	for i := range t.funcs {
+		f := &t.funcs[i]
+		off := f.inlAt
+		f.inlAt = 0
+		if off == ^uint32(0) || f.inlIndex == 0 {
 			continue
 		}
 		// The tree's length: one past the largest index the function's
 		// table uses.
-		tab, ok := f.pcdata(t, pcdataInlIndex)
-		if !ok {
-			continue
-		}
 		maxIdx := int32(-1)
-		t.walkPCValue(tab, f.entry, ^uint64(0), func(v int32) { maxIdx = max(maxIdx, v) })
+		t.walkPCValue(f.inlIndex, t.textStart+uint64(f.entry), ^uint64(0), func(v int32) { maxIdx = max(maxIdx, v) })
 		if maxIdx < 0 {
 			continue
 		}
@@ -243,7 +276,7 @@ func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), bu
 		if n > maxInlTreeLength {
 			return ErrMalformed
 		}
-		if len(t.inl)+n*inlCallSize > budget || len(t.inl)+n*inlCallSize > 1<<32-2 {
+		if len(t.inl)+n*inlCallSize > budget || len(t.inl)+n*inlCallSize > 1<<32-1 {
 			return ErrTooLarge
 		}
 		b, err := read(uint64(off), n*inlCallSize)
@@ -252,8 +285,7 @@ func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), bu
 			// own, without inlined calls.
 			continue
 		}
-		t.inlAt[i] = uint32(len(t.inl)) + 1
-		t.inlLen[i] = uint16(n)
+		f.inlAt, f.inlLen = uint32(len(t.inl)), uint32(n)
 		t.inl = append(t.inl, b...)
 	}
 	t.inl = t.inl[:len(t.inl):len(t.inl)]
@@ -262,89 +294,50 @@ func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), bu
 
 // Size is an estimate of the memory the table keeps, in bytes.
 func (t *Table) Size() int {
-	return len(t.data) + cap(t.inl) + 4*len(t.inlAt) + 2*len(t.inlLen) + 256
+	return len(t.funcnametab) + len(t.cutab) + len(t.filetab) + len(t.pctab) + cap(t.funcs)*funcRecSize + cap(t.inl) + 256
 }
 
 // TextStart is the address function entries are offsets from.
 func (t *Table) TextStart() uint64 { return t.textStart }
 
 // Funcs is the number of functions of the table.
-func (t *Table) Funcs() int { return t.nfunc }
+func (t *Table) Funcs() int { return len(t.funcs) }
 
-// fn is a _func record.
-type fn struct {
-	idx     int
-	rec     []byte // the record, through its pcdata and funcdata arrays
-	entry   uint64 // its entry address
-	end     uint64 // the next function's entry
-	npcdata uint32
-	nfdata  uint32
+// funcRange returns function i's name and [entry, end) addresses.
+func (t *Table) funcRange(i int) (string, uint64, uint64) {
+	name, _ := cstring(t.funcnametab, uint64(t.funcs[i].nameOff))
+	return name, t.textStart + uint64(t.funcs[i].entry), t.textStart + uint64(t.end(i))
 }
 
-func (t *Table) funcAt(i int) (fn, bool) {
-	if i < 0 || i >= t.nfunc {
-		return fn{}, false
+// end is the offset from textStart where function i ends.
+func (t *Table) end(i int) uint32 {
+	if i+1 < len(t.funcs) {
+		return t.funcs[i+1].entry
 	}
-	entry := uint64(t.order.Uint32(t.functab[i*8:]))
-	end := uint64(t.order.Uint32(t.functab[i*8+8:]))
-	off := uint64(t.order.Uint32(t.functab[i*8+4:]))
-	if off > uint64(len(t.pclntab)) || uint64(len(t.pclntab))-off < funcFixedSize {
-		return fn{}, false
-	}
-	rec := t.pclntab[off:]
-	npc := t.order.Uint32(rec[funcNpcdata:])
-	nfd := uint32(rec[funcNfuncdata])
-	need := uint64(funcFixedSize) + 4*uint64(npc) + 4*uint64(nfd)
-	if need > uint64(len(rec)) {
-		return fn{}, false
-	}
-	if uint64(t.order.Uint32(rec[funcEntryOff:])) != entry {
-		return fn{}, false // the functab and the record disagree
-	}
-	return fn{idx: i, rec: rec[:need], entry: t.textStart + entry, end: t.textStart + end, npcdata: npc, nfdata: nfd}, true
+	return t.textEnd
 }
 
-func (f fn) u32(t *Table, off int) uint32 { return t.order.Uint32(f.rec[off:]) }
-
-// pcdata returns the offset in pctab of the function's table i.
-func (f fn) pcdata(t *Table, i uint32) (uint32, bool) {
-	if i >= f.npcdata {
-		return 0, false
-	}
-	v := f.u32(t, funcFixedSize+4*int(i))
-	return v, v != 0
-}
-
-// funcdata returns the offset from go:func.* of the function's funcdata i.
-func (f fn) funcdata(t *Table, i uint32) (uint32, bool) {
-	if i >= f.nfdata {
-		return 0, false
-	}
-	v := f.u32(t, funcFixedSize+4*int(f.npcdata)+4*int(i))
-	return v, v != ^uint32(0)
-}
-
-// find returns the function holding pc.
-func (t *Table) find(pc uint64) (fn, bool) {
+// find returns the index of the function holding pc, -1 if none.
+func (t *Table) find(pc uint64) int {
 	if pc < t.textStart || pc-t.textStart >= 1<<32 {
-		return fn{}, false
+		return -1
 	}
 	off := uint32(pc - t.textStart)
 	// The last i with entry(i) <= off.
-	lo, hi := 0, t.nfunc
+	lo, hi := 0, len(t.funcs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if t.order.Uint32(t.functab[m*8:]) <= off {
+		if t.funcs[m].entry <= off {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	i := lo - 1
-	if i < 0 || off >= t.order.Uint32(t.functab[i*8+8:]) {
-		return fn{}, false
+	if i < 0 || off >= t.end(i) {
+		return -1
 	}
-	return t.funcAt(i)
+	return i
 }
 
 // readVarint reads an unsigned varint of at most 5 bytes.
@@ -394,8 +387,8 @@ func (t *Table) walkPCValue(off uint32, entry, target uint64, visit func(int32))
 	return -1
 }
 
-func (t *Table) pcvalue(f fn, off uint32, pc uint64) int32 {
-	return t.walkPCValue(off, f.entry, pc, nil)
+func (t *Table) pcvalue(f *funcRec, off uint32, pc uint64) int32 {
+	return t.walkPCValue(off, t.textStart+uint64(f.entry), pc, nil)
 }
 
 // cstring returns the NUL-terminated string at off of tab, cut at
@@ -415,13 +408,13 @@ func cstring(tab []byte, off uint64) (string, bool) {
 }
 
 // fileLine returns the file and line of pc in f ("", 0 when unknown).
-func (t *Table) fileLine(f fn, pc uint64) (string, int64) {
-	fileno := t.pcvalue(f, f.u32(t, funcPcfile), pc)
-	line := t.pcvalue(f, f.u32(t, funcPcln), pc)
+func (t *Table) fileLine(f *funcRec, pc uint64) (string, int64) {
+	fileno := t.pcvalue(f, f.pcfile, pc)
+	line := t.pcvalue(f, f.pcln, pc)
 	if fileno < 0 || line < 0 {
 		return "", 0
 	}
-	ci := uint64(f.u32(t, funcCuOffset)) + uint64(fileno)
+	ci := uint64(f.cuOffset) + uint64(fileno)
 	if ci >= uint64(len(t.cutab))/4 {
 		return "", int64(line)
 	}
@@ -438,32 +431,28 @@ func (t *Table) fileLine(f fn, pc uint64) (string, int64) {
 // function holds pc. pc is a "call PC": the caller of a frame that is not
 // the leaf looks up its return address minus one.
 func (t *Table) Lookup(pc uint64, buf []Frame) []Frame {
-	f, ok := t.find(pc)
-	if !ok {
+	i := t.find(pc)
+	if i < 0 {
 		return buf
 	}
-	name, ok := cstring(t.funcnametab, uint64(f.u32(t, funcNameOff)))
+	f := &t.funcs[i]
+	name, ok := cstring(t.funcnametab, uint64(f.nameOff))
 	if !ok || name == "" {
 		return buf
 	}
+	entry, end := t.textStart+uint64(f.entry), t.textStart+uint64(t.end(i))
 	start := len(buf)
-	var tree []byte
-	if t.inlAt != nil && t.inlAt[f.idx] != 0 {
-		at := int(t.inlAt[f.idx] - 1)
-		tree = t.inl[at : at+int(t.inlLen[f.idx])*inlCallSize]
-	}
-	inlTab, hasInl := f.pcdata(t, pcdataInlIndex)
+	tree := t.inl[f.inlAt : f.inlAt+f.inlLen*inlCallSize]
 	cur := pc
 	for depth := 0; ; depth++ {
 		idx := int32(-1)
-		if hasInl && tree != nil && depth < maxInlineDepth {
-			idx = t.pcvalue(f, inlTab, cur)
+		if len(tree) > 0 && depth < maxInlineDepth {
+			idx = t.pcvalue(f, f.inlIndex, cur)
 		}
 		if idx < 0 || int(idx) >= len(tree)/inlCallSize {
 			// The physical function.
 			file, line := t.fileLine(f, cur)
-			buf = append(buf, Frame{Function: forPrint(name), SystemName: name, File: file, Line: line, StartLine: int64(int32(f.u32(t, funcStartLine)))})
-			return buf
+			return append(buf, Frame{Function: forPrint(name), SystemName: name, File: file, Line: line, StartLine: int64(f.startLine)})
 		}
 		rec := tree[int(idx)*inlCallSize:]
 		callee, ok := cstring(t.funcnametab, uint64(t.order.Uint32(rec[inlNameOff:])))
@@ -473,8 +462,8 @@ func (t *Table) Lookup(pc uint64, buf []Frame) []Frame {
 		file, line := t.fileLine(f, cur)
 		buf = append(buf, Frame{Function: forPrint(callee), SystemName: callee, File: file, Line: line, StartLine: int64(int32(t.order.Uint32(rec[inlStartLine:])))})
 		parent := int64(int32(t.order.Uint32(rec[inlParentPc:])))
-		next := uint64(int64(f.entry) + parent)
-		if parent < 0 || next >= f.end {
+		next := uint64(int64(entry) + parent)
+		if parent < 0 || next >= end {
 			return buf[:start]
 		}
 		cur = next

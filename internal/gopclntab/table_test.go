@@ -29,7 +29,7 @@ func openSelf(t *testing.T) (*Table, uint64) {
 	ef, err := elf.Open(exe)
 	require.NoError(t, err)
 	defer ef.Close()
-	tab, err := Open(ef, Limits{MaxBytes: bigLimit})
+	tab, err := Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.NoError(t, err)
 	require.False(t, tab.NoInlineTrees)
 	var bias uint64
@@ -129,25 +129,23 @@ func TestLookupSweepMatchesFuncForPC(t *testing.T) {
 	tab, bias := openSelf(t)
 	checked, inlined := 0, 0
 	for i := 0; i < tab.Funcs(); i++ {
-		f, ok := tab.funcAt(i)
-		require.True(t, ok)
-		name, _ := cstring(tab.funcnametab, uint64(f.u32(tab, funcNameOff)))
+		name, entry, end := tab.funcRange(i)
 		if !strings.HasPrefix(name, "github.com/nexovue/otelcol-nexovue/internal/gopclntab.") && !strings.HasPrefix(name, "runtime.mallocgc") && !strings.HasPrefix(name, "fmt.") {
 			continue
 		}
-		for a := f.entry; a < f.end; a++ {
+		for a := entry; a < end; a++ {
 			pc := uintptr(a + bias)
 			rf := runtime.FuncForPC(pc)
 			fs := tab.Lookup(a, nil)
-			require.NotNil(t, rf, "%s+%#x", name, a-f.entry)
-			require.NotEmpty(t, fs, "%s+%#x", name, a-f.entry)
+			require.NotNil(t, rf, "%s+%#x", name, a-entry)
+			require.NotEmpty(t, fs, "%s+%#x", name, a-entry)
 			file, line := rf.FileLine(pc)
 			if file == "?" {
 				file = "" // the runtime's unknown file
 			}
-			require.Equal(t, rf.Name(), fs[0].Function, "%s+%#x", name, a-f.entry)
-			require.Equal(t, file, fs[0].File, "%s+%#x", name, a-f.entry)
-			require.Equal(t, int64(line), fs[0].Line, "%s+%#x", name, a-f.entry)
+			require.Equal(t, rf.Name(), fs[0].Function, "%s+%#x", name, a-entry)
+			require.Equal(t, file, fs[0].File, "%s+%#x", name, a-entry)
+			require.Equal(t, int64(line), fs[0].Line, "%s+%#x", name, a-entry)
 			require.Equal(t, name, fs[len(fs)-1].SystemName, "the physical function last")
 			if len(fs) > 1 {
 				inlined++
@@ -207,14 +205,14 @@ func mainFrames(t *testing.T, path string) (map[uint64][]Frame, *Table) {
 	ef, err := elf.Open(path)
 	require.NoError(t, err)
 	defer ef.Close()
-	tab, err := Open(ef, Limits{MaxBytes: bigLimit})
+	tab, err := Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.NoError(t, err, path)
 	require.False(t, tab.NoInlineTrees, path)
 	// main.main's range, from the table itself.
 	out := map[uint64][]Frame{}
-	f := tab.funcNamed("main.main")
-	require.NotNil(t, f, path)
-	for a := f.entry; a < f.end; a++ {
+	entry, end, ok := tab.funcNamed("main.main")
+	require.True(t, ok, path)
+	for a := entry; a < end; a++ {
 		fs := tab.Lookup(a, nil)
 		if len(fs) == 3 && fs[0].Function == "main.mix" {
 			out[a] = fs
@@ -260,41 +258,47 @@ func firstKey(m map[uint64][]Frame) uint64 {
 // TestNotGoAndLimits: a file without a Go table, and limits smaller than a
 // table.
 func TestNotGoAndLimits(t *testing.T) {
-	_, err := Parse([]byte("\x7fELF not a table at all"), Header{}, Limits{MaxBytes: bigLimit})
+	_, err := Parse([]byte("\x7fELF not a table at all"), Header{}, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.ErrorIs(t, err, ErrNotGo)
 	old := append([]byte{0xf0, 0xff, 0xff, 0xff}, make([]byte, 60)...)
-	_, err = Parse(old, Header{}, Limits{MaxBytes: bigLimit})
+	_, err = Parse(old, Header{}, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.ErrorIs(t, err, ErrUnsupported)
 
 	dir := buildInl(t)
 	ef, err := elf.Open(filepath.Join(dir, "plain"))
 	require.NoError(t, err)
 	defer ef.Close()
-	_, err = Open(ef, Limits{MaxBytes: 1 << 16})
+	_, err = Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: 1 << 16})
+	require.ErrorIs(t, err, ErrTooLarge)
+	_, err = Open(ef, Limits{MaxBytes: 1 << 16, SectionBytes: bigLimit})
 	require.ErrorIs(t, err, ErrTooLarge)
 	sec := ef.Section(".gopclntab")
-	// Room for the table, not for its inline trees.
-	_, err = Open(ef, Limits{MaxBytes: int(sec.Size) + 6*1500})
-	require.ErrorIs(t, err, ErrTooLarge)
-	tab, err := Open(ef, Limits{MaxBytes: bigLimit})
+	tab, err := Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.NoError(t, err)
-	require.LessOrEqual(t, tab.Size(), int(sec.Size)*2)
+	require.NotEmpty(t, tab.inl)
+	// What is kept: less than the section (the _func records' stack-map
+	// tables are not).
+	require.Less(t, tab.Size(), int(sec.Size))
+	_, err = Open(ef, Limits{MaxBytes: tab.Size(), SectionBytes: bigLimit})
+	require.NoError(t, err)
+	// Room for the tables, not for the inline trees.
+	_, err = Open(ef, Limits{MaxBytes: tab.Size() - 256 - len(tab.inl)/2, SectionBytes: bigLimit})
+	require.ErrorIs(t, err, ErrTooLarge)
 
 	// A C program's ELF file (the test machine's /bin/true): not Go.
 	cf, err := elf.Open("/bin/true")
 	require.NoError(t, err)
 	defer cf.Close()
-	_, err = Open(cf, Limits{MaxBytes: bigLimit})
+	_, err = Open(cf, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
 	require.ErrorIs(t, err, ErrNotGo)
 }
 
-// funcNamed returns the function of that name.
-func (t *Table) funcNamed(name string) *fn {
-	for i := 0; i < t.nfunc; i++ {
-		f, ok := t.funcAt(i)
-		if n, _ := cstring(t.funcnametab, uint64(f.u32(t, funcNameOff))); ok && n == name {
-			return &f
+// funcNamed returns the [entry, end) addresses of the function of that name.
+func (t *Table) funcNamed(name string) (uint64, uint64, bool) {
+	for i := 0; i < t.Funcs(); i++ {
+		if n, entry, end := t.funcRange(i); n == name {
+			return entry, end, true
 		}
 	}
-	return nil
+	return 0, 0, false
 }

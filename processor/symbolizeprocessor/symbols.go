@@ -187,7 +187,7 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 // is counted by the first reading (a second reading, of a file that is
 // not a Go binary or whose table failed, fails the same way).
 func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
-	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes - s.tab.size})
+	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes - s.tab.size, SectionBytes: lim.indexBytes})
 	switch {
 	case err == nil:
 		s.gotab = t
