@@ -198,3 +198,21 @@ func TestGoMalformedTable(t *testing.T) {
 		{Value: 2 * int64(len(locs))},
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+// TestGoInProcessRoot: a stripped Go program running chrooted in a
+// directory of its own (as in a container: the host has no file at its
+// path) gets its inlined calls and start lines.
+func TestGoInProcessRoot(t *testing.T) {
+	gp := buildGoProgram(t, t.TempDir(), "goinl-root", "-s -w")
+	root := t.TempDir()
+	inRoot := "/nxv-goinl-root-" + gp.id[:12]
+	_, err := os.Stat(inRoot)
+	require.True(t, os.IsNotExist(err), "%s must not exist on the host", inRoot)
+	copyFile(t, gp.bin, filepath.Join(root, inRoot), 0o755)
+	removeFile(t, gp.bin)
+	pid := startWaitingCommand(t, "chroot", root, inRoot, "wait")
+	gp.bin = inRoot // the mapping's name and path as the process sees them
+	pd, locs := gp.batch(pid)
+	process(t, newTestProcessor(t), pd)
+	checkGoInlined(t, gp, pd, locs)
+}
