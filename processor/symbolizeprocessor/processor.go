@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
-	"github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/metadata"
 )
@@ -144,7 +143,7 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 		m := &b.maps[loc.MappingIndex()]
 		switch {
 		case c.goFrame:
-			if !b.symbolizeGo(loc, m, named) {
+			if !b.symbolizeGo(loc, m, p.cache, named) {
 				goKept++
 			}
 		case !b.symbolize(loc, m, p.cache, named):
@@ -292,7 +291,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 // calls inlined at its address, innermost first, then the function, each
 // with its start line. It returns false when it leaves the frame as the
 // profiler named it.
-func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, named map[string]int64) bool {
+func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, cache *symtabCache, named map[string]int64) bool {
 	if m.syms == nil || m.syms.gotab == nil {
 		return false
 	}
@@ -301,8 +300,9 @@ func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, named map[st
 	if !ok {
 		return false
 	}
-	b.goFrames = m.syms.gotab.Lookup(addr, b.goFrames[:0])
-	if len(b.goFrames) == 0 {
+	frames, grown := m.syms.goFrames(addr)
+	cache.grew(m.key, grown)
+	if len(frames) == 0 {
 		return false
 	}
 	if b.funcIndex == nil {
@@ -310,8 +310,8 @@ func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, named map[st
 	}
 	lines := loc.Lines()
 	lines.RemoveIf(func(pprofile.Line) bool { return true })
-	lines.EnsureCapacity(len(b.goFrames))
-	for _, f := range b.goFrames {
+	lines.EnsureCapacity(len(frames))
+	for _, f := range frames {
 		ln := lines.AppendEmpty()
 		ln.SetFunctionIndex(b.functionIndex(f.Function, f.SystemName, f.File, f.StartLine))
 		ln.SetLine(f.Line)
@@ -402,8 +402,6 @@ type batch struct {
 	strIndex  map[string]int32
 	funcIndex map[funcKey]int32
 	symFuncs  map[symRef]int32
-
-	goFrames []gopclntab.Frame // Go frames of one location (reused)
 }
 
 // funcKey identifies a function of the dictionary.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"unsafe"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
 	"github.com/nexovue/otelcol-nexovue/internal/gopclntab"
@@ -47,6 +48,11 @@ type symbols struct {
 	// gotab is a Go binary's function table (nil: not a Go binary, or its
 	// table could not be read).
 	gotab *gopclntab.Table
+	// goMemo keeps the frames of the addresses looked up in gotab (at most
+	// maxGoMemo; then it starts again), goMemoBytes their estimated size:
+	// a service's hot addresses come back in every batch.
+	goMemo      map[uint64][]gopclntab.Frame
+	goMemoBytes int
 	// linesSource is the source the frames named from lines count under.
 	linesSource string
 	// awaitBuildID is set when a debuginfod server was asked for the
@@ -77,7 +83,7 @@ func (s *symbols) size() int {
 		n += s.lines.Size()
 	}
 	if s.gotab != nil {
-		n += s.gotab.Size()
+		n += s.gotab.Size() + s.goMemoBytes
 	}
 	return n
 }
@@ -179,6 +185,30 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 	}
 	s.origin = dc.origin
 	return true, ""
+}
+
+// maxGoMemo bounds the addresses whose Go frames a file's symbols keep.
+const maxGoMemo = 8192
+
+// goFrames returns the Go frames at a file address (none: no function
+// there), and the bytes the memo grew by (negative when it started again).
+func (s *symbols) goFrames(addr uint64) ([]gopclntab.Frame, int) {
+	if fs, ok := s.goMemo[addr]; ok {
+		return fs, 0
+	}
+	fs := s.gotab.Lookup(addr, nil)
+	grown := 0
+	if len(s.goMemo) >= maxGoMemo || s.goMemo == nil {
+		grown = -s.goMemoBytes
+		s.goMemo, s.goMemoBytes = make(map[uint64][]gopclntab.Frame, 64), 0
+	}
+	n := 64 // the map entry
+	for _, f := range fs {
+		n += int(unsafe.Sizeof(f)) + len(f.Function) + len(f.SystemName) + len(f.File)
+	}
+	s.goMemo[addr] = fs
+	s.goMemoBytes += n
+	return fs, grown + n
 }
 
 // addGopclntab reads a Go binary's function table and inline trees,
