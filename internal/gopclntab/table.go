@@ -300,6 +300,9 @@ func (t *Table) Size() int {
 // TextStart is the address function entries are offsets from.
 func (t *Table) TextStart() uint64 { return t.textStart }
 
+// TextEnd is the address where the table's last function ends.
+func (t *Table) TextEnd() uint64 { return t.textStart + uint64(t.textEnd) }
+
 // Funcs is the number of functions of the table.
 func (t *Table) Funcs() int { return len(t.funcs) }
 

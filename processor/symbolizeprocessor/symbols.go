@@ -48,6 +48,9 @@ type symbols struct {
 	// gotab is a Go binary's function table (nil: not a Go binary, or its
 	// table could not be read).
 	gotab *gopclntab.Table
+	// goBinary: the file has a Go table (read or not): no second reading
+	// (its DWARF would name only C code linked in).
+	goBinary bool
 	// goMemo keeps the frames of the addresses looked up in gotab (at most
 	// maxGoMemo; then it starts again), goMemoBytes their estimated size:
 	// a service's hot addresses come back in every batch.
@@ -121,8 +124,9 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 	}
 	if s.addGopclntab(ef, lim) {
 		// A Go binary: its Go frames are named from its table, read in
-		// the first reading; its DWARF, which would name only the frames
-		// of C code linked in (cgo), is not read.
+		// the first reading (or, when it failed, as the profiler named
+		// them); its DWARF, which would name only the frames of C code
+		// linked in (cgo), is not read.
 		return s, nil
 	}
 	if lim.symtabOnly {
@@ -213,16 +217,28 @@ func (s *symbols) goFrames(addr uint64) ([]gopclntab.Frame, int) {
 
 // addGopclntab reads a Go binary's function table and inline trees,
 // within what the cache leaves for them besides the symbol table. It
-// returns whether the file is a Go binary whose table was read. A failure
+// returns whether the file is a Go binary (whose table was read or
+// failed; goBinary is then set). A failure
 // is counted by the first reading (a second reading, of a file that is
 // not a Go binary or whose table failed, fails the same way).
 func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
-	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes - s.tab.size, SectionBytes: lim.indexBytes})
+	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes, SectionBytes: lim.indexBytes})
+	if err == nil {
+		// Its symbol table keeps the functions outside the Go table
+		// (C code linked in with cgo) only.
+		s.tab.dropRange(t.TextStart(), t.TextEnd())
+		if s.tab.size+t.Size() > lim.indexBytes {
+			err = gopclntab.ErrTooLarge
+		}
+	}
+	if errors.Is(err, gopclntab.ErrNotGo) {
+		return false
+	}
+	s.goBinary = true
 	switch {
 	case err == nil:
 		s.gotab = t
-		return true
-	case errors.Is(err, gopclntab.ErrNotGo), !lim.symtabOnly:
+	case !lim.symtabOnly:
 	case errors.Is(err, gopclntab.ErrTooLarge):
 		s.failures = append(s.failures, reasonTooLarge)
 	case errors.Is(err, gopclntab.ErrUnsupported):
@@ -230,7 +246,7 @@ func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
 	default:
 		s.failures = append(s.failures, reasonGopclntab)
 	}
-	return false
+	return true
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is
