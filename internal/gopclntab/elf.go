@@ -5,7 +5,6 @@ package gopclntab // import "github.com/nexovue/otelcol-nexovue/internal/gopclnt
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -52,13 +51,15 @@ func Open(ef *elf.File, lim Limits) (t *Table, err error) {
 	if sec == nil || sec.Type == elf.SHT_NOBITS {
 		return nil, ErrNotGo
 	}
-	if sec.Size < 16 {
-		return nil, ErrMalformed
+	if sec.Size < 16 || sec.Flags&elf.SHF_COMPRESSED != 0 {
+		return nil, ErrMalformed // the linker never compresses it
 	}
 	if sec.Size > uint64(lim.SectionBytes) {
 		return nil, ErrTooLarge
 	}
-	data := make([]byte, sec.Size)
+	// The header, and what follows it up to the functab (the moduledata
+	// is checked against them).
+	data := make([]byte, min(sec.Size, 8+8*8))
 	if _, err := sec.ReadAt(data, 0); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
@@ -98,12 +99,28 @@ func Open(ef *elf.File, lim Limits) (t *Table, err error) {
 	}
 	h := Header{TextStart: text}
 	if gofunc != 0 {
-		w := &window{ef: ef}
-		h.ReadGoFunc = func(off uint64, n int) ([]byte, error) {
-			return w.read(gofunc+off, n)
+		h.ReadGoFunc = goFuncReader(ef, gofunc)
+	}
+	return parse(sec, int64(sec.Size), h, lim)
+}
+
+// goFuncReader reads the go:func.* data at addr of the PT_LOAD segment
+// holding it, through a window.
+func goFuncReader(ef *elf.File, addr uint64) func(off uint64, n int) ([]byte, error) {
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
+			continue
+		}
+		w := &window{r: p, size: int64(p.Filesz)}
+		start := addr - p.Vaddr
+		return func(off uint64, n int) ([]byte, error) {
+			if off > uint64(p.Filesz)-start {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return w.read(start+off, n)
 		}
 	}
-	return Parse(data, h, lim)
+	return nil
 }
 
 func word(order interface {
@@ -146,44 +163,4 @@ func findModuledata(ef *elf.File, tabAddr uint64, tab []byte, ptr int) ([mdWords
 		}
 	}
 	return md, false
-}
-
-// windowSize is the bytes a window reads at once.
-const windowSize = 1 << 20
-
-// window reads a file's bytes by virtual address, from the PT_LOAD segment
-// holding them, windowSize bytes at a time (the inline trees of a binary's
-// functions follow one another).
-type window struct {
-	ef   *elf.File
-	addr uint64
-	buf  []byte
-}
-
-// read returns n bytes at virtual address addr (valid until the next read).
-func (w *window) read(addr uint64, n int) ([]byte, error) {
-	if w.buf != nil && addr >= w.addr && addr-w.addr <= uint64(len(w.buf)) && uint64(n) <= uint64(len(w.buf))-(addr-w.addr) {
-		return w.buf[addr-w.addr : addr-w.addr+uint64(n)], nil
-	}
-	for _, p := range w.ef.Progs {
-		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
-			continue
-		}
-		off := addr - p.Vaddr
-		if uint64(n) > p.Filesz-off {
-			return nil, io.ErrUnexpectedEOF
-		}
-		size := min(max(uint64(n), windowSize), p.Filesz-off)
-		if uint64(cap(w.buf)) < size {
-			w.buf = make([]byte, size)
-		}
-		w.buf = w.buf[:size]
-		if _, err := p.ReadAt(w.buf, int64(off)); err != nil {
-			w.buf = nil
-			return nil, err
-		}
-		w.addr = addr
-		return w.buf[:n], nil
-	}
-	return nil, errors.New("gopclntab: address outside the file's segments")
 }

@@ -20,8 +20,11 @@
 package gopclntab // import "github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 )
 
@@ -69,8 +72,8 @@ type Limits struct {
 	// MaxBytes bounds the memory kept: the tables and function records
 	// copied from the binary, and its inline trees. 0: no table is kept.
 	MaxBytes int
-	// SectionBytes bounds the .gopclntab section read (whole, then
-	// dropped once parsed) by Open.
+	// SectionBytes bounds the size of the .gopclntab section Open reads
+	// (in pieces: what is kept, and windows of 1 MiB).
 	SectionBytes int
 }
 
@@ -137,36 +140,47 @@ type Header struct {
 // Parse reads a table from data, the bytes of .gopclntab (copied: data is
 // not kept), and the inline trees through h.ReadGoFunc.
 func Parse(data []byte, h Header, lim Limits) (*Table, error) {
-	if len(data) < 8 {
+	return parse(bytes.NewReader(data), int64(len(data)), h, lim)
+}
+
+// parse reads a table from r, the .gopclntab section of size bytes: the
+// tables kept are read into their own buffer, the function records through
+// a window of windowSize bytes, so that the section is never held whole.
+func parse(r io.ReaderAt, size int64, h Header, lim Limits) (*Table, error) {
+	if size < 8 {
 		return nil, ErrNotGo
+	}
+	head := make([]byte, min(size, 8+8*8))
+	if _, err := r.ReadAt(head, 0); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	var order binary.ByteOrder
 	switch {
-	case binary.LittleEndian.Uint32(data) == go120Magic:
+	case binary.LittleEndian.Uint32(head) == go120Magic:
 		order = binary.LittleEndian
-	case binary.BigEndian.Uint32(data) == go120Magic:
+	case binary.BigEndian.Uint32(head) == go120Magic:
 		order = binary.BigEndian
 	default:
 		for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
-			switch o.Uint32(data) {
+			switch o.Uint32(head) {
 			case 0xfffffff0, 0xfffffffa, 0xfffffffb: // Go 1.18-1.19, 1.16-1.17, 1.2-1.15
 				return nil, ErrUnsupported
 			}
 		}
 		return nil, ErrNotGo
 	}
-	if data[4] != 0 || data[5] != 0 {
+	if head[4] != 0 || head[5] != 0 {
 		return nil, ErrMalformed
 	}
-	quantum, ptrSize := uint64(data[6]), int(data[7])
+	quantum, ptrSize := uint64(head[6]), int(head[7])
 	if (quantum != 1 && quantum != 2 && quantum != 4) || (ptrSize != 4 && ptrSize != 8) {
 		return nil, ErrMalformed
 	}
-	if len(data) < 8+8*ptrSize {
+	if len(head) < 8+8*ptrSize {
 		return nil, ErrMalformed
 	}
 	word := func(i int) uint64 {
-		p := data[8+i*ptrSize:]
+		p := head[8+i*ptrSize:]
 		if ptrSize == 8 {
 			return order.Uint64(p)
 		}
@@ -180,43 +194,55 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 	// Offsets of the tables, in the order the linker writes them.
 	offs := [5]uint64{word(3), word(4), word(5), word(6), word(7)} // funcname, cu, file, pc, pcln
 	for i, o := range offs {
-		if o < uint64(8+8*ptrSize) || o > uint64(len(data)) || (i > 0 && o < offs[i-1]) {
+		if o < uint64(8+8*ptrSize) || o > uint64(size) || (i > 0 && o < offs[i-1]) {
 			return nil, ErrMalformed
 		}
 	}
-	pclntab := data[offs[4]:]
 	// functab: nfunc+1 pairs {entryOff, funcOff} at the start of pclntab.
-	if nfunc == 0 || len(pclntab) < 16 || nfunc > uint64(len(pclntab))/8-1 {
+	pclnLen := uint64(size) - offs[4]
+	if nfunc == 0 || pclnLen < 16 || nfunc > pclnLen/8-1 {
 		return nil, ErrMalformed
 	}
 	kept := int(offs[4]-offs[0]) + int(nfunc)*funcRecSize
 	if kept > lim.MaxBytes || kept < 0 {
 		return nil, ErrTooLarge
 	}
-	// Copy the tables kept: data may be a file's buffer.
 	own := make([]byte, offs[4]-offs[0])
-	copy(own, data[offs[0]:offs[4]])
+	if _, err := r.ReadAt(own, int64(offs[0])); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
 	base := offs[0]
 	t.funcnametab = own[offs[0]-base : offs[1]-base]
 	t.cutab = own[offs[1]-base : offs[2]-base]
 	t.filetab = own[offs[2]-base : offs[3]-base]
 	t.pctab = own[offs[3]-base : offs[4]-base]
 	t.funcs = make([]funcRec, 0, nfunc)
+	// The functab and the records, through windows of their own (the
+	// records follow the functab, in about the same order).
+	ftab := &window{r: r, size: size}
+	recs := &window{r: r, size: size}
 	prev := uint32(0)
 	for i := uint64(0); i < nfunc; i++ {
-		entry := order.Uint32(pclntab[i*8:])
-		off := uint64(order.Uint32(pclntab[i*8+4:]))
+		fe, err := ftab.read(offs[4]+i*8, 8)
+		if err != nil {
+			return nil, ErrMalformed
+		}
+		entry := order.Uint32(fe)
+		off := uint64(order.Uint32(fe[4:]))
 		if entry < prev {
 			return nil, ErrMalformed // the binary search needs them in order
 		}
 		prev = entry
-		if off > uint64(len(pclntab)) || uint64(len(pclntab))-off < funcFixedSize {
+		if off > pclnLen || pclnLen-off < funcFixedSize {
 			return nil, ErrMalformed
 		}
-		rec := pclntab[off:]
+		rec, err := recs.read(offs[4]+off, funcFixedSize)
+		if err != nil {
+			return nil, ErrMalformed
+		}
 		npc := uint64(order.Uint32(rec[funcNpcdata:]))
 		nfd := uint64(rec[funcNfuncdata])
-		if uint64(funcFixedSize)+4*npc+4*nfd > uint64(len(rec)) || order.Uint32(rec[funcEntryOff:]) != entry {
+		if uint64(funcFixedSize)+4*npc+4*nfd > pclnLen-off || order.Uint32(rec[funcEntryOff:]) != entry {
 			return nil, ErrMalformed // the functab and the record disagree
 		}
 		f := funcRec{
@@ -226,19 +252,30 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 			pcln:      order.Uint32(rec[funcPcln:]),
 			cuOffset:  order.Uint32(rec[funcCuOffset:]),
 			startLine: int32(order.Uint32(rec[funcStartLine:])),
+			inlAt:     ^uint32(0),
 		}
 		if npc > pcdataInlIndex {
-			f.inlIndex = order.Uint32(rec[funcFixedSize+4*pcdataInlIndex:])
+			v, err := recs.read(offs[4]+off+funcFixedSize+4*pcdataInlIndex, 4)
+			if err != nil {
+				return nil, ErrMalformed
+			}
+			f.inlIndex = order.Uint32(v)
 		}
 		if nfd > funcdataInl {
 			// The inline tree's offset in go:func.*, until it is read.
-			f.inlAt = order.Uint32(rec[funcFixedSize+4*npc+4*funcdataInl:])
-		} else {
-			f.inlAt = ^uint32(0)
+			v, err := recs.read(offs[4]+off+funcFixedSize+4*npc+4*funcdataInl, 4)
+			if err != nil {
+				return nil, ErrMalformed
+			}
+			f.inlAt = order.Uint32(v)
 		}
 		t.funcs = append(t.funcs, f)
 	}
-	t.textEnd = order.Uint32(pclntab[nfunc*8:])
+	fe, err := ftab.read(offs[4]+nfunc*8, 4)
+	if err != nil {
+		return nil, ErrMalformed
+	}
+	t.textEnd = order.Uint32(fe)
 	if t.textEnd < prev {
 		return nil, ErrMalformed
 	}
@@ -253,6 +290,38 @@ func Parse(data []byte, h Header, lim Limits) (*Table, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// windowSize is the bytes a window reads at once.
+const windowSize = 1 << 20
+
+// window reads bytes of r (of size bytes) windowSize bytes at a time.
+type window struct {
+	r    io.ReaderAt
+	size int64
+	off  uint64
+	buf  []byte
+}
+
+// read returns n bytes at off (valid until the next read).
+func (w *window) read(off uint64, n int) ([]byte, error) {
+	if w.buf != nil && off >= w.off && off-w.off <= uint64(len(w.buf)) && uint64(n) <= uint64(len(w.buf))-(off-w.off) {
+		return w.buf[off-w.off : off-w.off+uint64(n)], nil
+	}
+	if off > uint64(w.size) || uint64(n) > uint64(w.size)-off {
+		return nil, io.ErrUnexpectedEOF
+	}
+	m := min(max(uint64(n), windowSize), uint64(w.size)-off)
+	if uint64(cap(w.buf)) < m {
+		w.buf = make([]byte, m)
+	}
+	w.buf = w.buf[:m]
+	if _, err := w.r.ReadAt(w.buf, int64(off)); err != nil && !errors.Is(err, io.EOF) {
+		w.buf = nil
+		return nil, err
+	}
+	w.off = off
+	return w.buf[:n], nil
 }
 
 // readInlineTrees copies each function's inline tree (as many records as
