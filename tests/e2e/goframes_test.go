@@ -332,7 +332,7 @@ service:
 	var times [2][]int64
 	for i := 0; i < 5; i++ {
 		for j, bin := range []string{pgo, filepath.Join(dir, "nxv-gopgo-pgo")} {
-			b, err := exec.Command(bin, "bench", "100").Output()
+			b, err := exec.Command(bin, "bench", "300").Output()
 			require.NoError(t, err)
 			ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 			require.NoError(t, err)
