@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,14 +216,16 @@ func checkGoProgram(t *testing.T, name string, locs map[string]*goLoc, src goSou
 }
 
 // TestGoFramesEBPF runs the shipped agent (real eBPF profiler) with the
-// profile view while three Go programs burn CPU: testdata/goframes/inl
-// (main.hot inlined into main.burn, checked with -gcflags=-m) built plain
-// and stripped (-ldflags=-s -w), and testdata/goframes/pgo (main.heavy, too
-// costly for the inliner, called in main.work's hot loop). The first two
-// are checked by checkGoProgram. The third's on-CPU profile, downloaded
-// from the view, builds with go build -pgo, whose -d=pgodebug=1 output
-// names the hot call of heavy in work as inlined; the PGO build's time per
-// call of work against the plain build's is logged (a figure).
+// profile view while four Go programs burn CPU: testdata/goframes/inl
+// (main.hot inlined into main.burn, checked with -gcflags=-m) built plain,
+// stripped (-ldflags=-s -w), and stripped in a podman container (its
+// file only in the container's root), and testdata/goframes/pgo
+// (main.heavy, too costly for the inliner, called in main.work's hot
+// loop). The first three are checked by checkGoProgram. The fourth's
+// on-CPU profile, downloaded from the view, builds with go build -pgo,
+// whose -d=pgodebug=1 output names the hot call of heavy in work as
+// inlined; once the programs are stopped, the PGO build's time per call of
+// work against the plain build's is logged (a figure).
 func TestGoFramesEBPF(t *testing.T) {
 	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
@@ -239,9 +242,16 @@ func TestGoFramesEBPF(t *testing.T) {
 	m = buildGo(t, "pgo", pgo, "-gcflags=-m=2")
 	require.Regexp(t, `cannot inline heavy: function too complex`, m, "main.heavy must be too costly for the inliner without PGO")
 
-	testenv.Start(t, nil, "nice", "-n", "10", plain)
-	testenv.Start(t, nil, "nice", "-n", "10", stripped)
-	testenv.Start(t, []string{"OTEL_SERVICE_NAME=nxv-gopgo"}, "nice", "-n", "10", pgo)
+	// The same program stripped, with an identity of its own, in a podman
+	// container: the host has no file at its path (/nxv-goinl-pod).
+	pod := filepath.Join(dir, "nxv-goinl-pod")
+	buildGo(t, "inl", pod, "-ldflags=-s -w -X main.attempt=pod")
+	stopPod := startGoContainer(t, pod)
+	burners := []*testenv.Process{
+		testenv.Start(t, nil, "nice", "-n", "10", plain),
+		testenv.Start(t, nil, "nice", "-n", "10", stripped),
+		testenv.Start(t, []string{"OTEL_SERVICE_NAME=nxv-gopgo"}, "nice", "-n", "10", pgo),
+	}
 
 	viewAddr := testenv.FreeAddr(t)
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
@@ -271,7 +281,7 @@ service:
 		locs = map[string]map[string]*goLoc{}
 		var counts []string
 		ok := true
-		for _, name := range []string{"nxv-goinl", "nxv-goinl-s", "nxv-gopgo"} {
+		for _, name := range []string{"nxv-goinl", "nxv-goinl-s", "nxv-goinl-pod", "nxv-gopgo"} {
 			l, err := sinkGoLocations(sinkPath, name)
 			if err != nil {
 				return false, err
@@ -293,7 +303,7 @@ service:
 
 	src := parseGoSource(t, inlSrc)
 	call := callLine(t, inlSrc, "main.burn", "main.hot")
-	for _, name := range []string{"nxv-goinl", "nxv-goinl-s"} {
+	for _, name := range []string{"nxv-goinl", "nxv-goinl-s", "nxv-goinl-pod"} {
 		share, n := checkGoProgram(t, name, locs[name], src, call)
 		t.Logf("figure: %s: %.1f%% of %d samples have an inlined call as their leaf frame (the profiler alone: 0%%, those samples named main.burn at a line of main.hot)", name, 100*share, n)
 	}
@@ -327,8 +337,12 @@ service:
 		"go build -pgo with the view's profile does not inline the hot call of main.heavy in main.work")
 	t.Logf("go build -pgo: %s", strings.TrimSpace(regexp.MustCompile(`(?m)^hot-budget check allows.*$`).FindString(out)))
 
-	// The figure: both builds, alternately, same run (the programs under
-	// the agent are still burning: a loaded machine).
+	// The figure: both builds, alternately, same run, once the programs
+	// profiled have stopped.
+	for _, b := range burners {
+		b.Kill()
+	}
+	stopPod()
 	var times [2][]int64
 	for i := 0; i < 5; i++ {
 		for j, bin := range []string{pgo, filepath.Join(dir, "nxv-gopgo-pgo")} {
@@ -344,6 +358,43 @@ service:
 	}
 	t.Logf("figure: main.work(65536), µs per call, median of 5 alternating runs: plain %d, PGO (the view's profile) %d (PGO/plain %.2f); all: plain %v, PGO %v",
 		times[0][2]/1000, times[1][2]/1000, float64(times[1][2])/float64(times[0][2]), times[0], times[1])
+}
+
+// startGoContainer runs a static Go program in a podman container of an
+// image made of it alone (at /<name>), removed when the test ends or when
+// the function it returns is called.
+func startGoContainer(t *testing.T, bin string) func() {
+	t.Helper()
+	pm, err := exec.LookPath("podman")
+	require.NoError(t, err, "podman (Debian's podman and runc: run `make prereqs`)")
+	name := filepath.Base(bin)
+	_, err = os.Stat("/" + name)
+	require.True(t, os.IsNotExist(err), "/%s must not exist on the host", name)
+	root := t.TempDir()
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, name), data, 0o755))
+	tarball := filepath.Join(t.TempDir(), "root.tar")
+	dwarftest.Run(t, "tar", "-C", root, "-cf", tarball, ".")
+	tag := fmt.Sprintf("%d", time.Now().UnixNano())
+	image := "localhost/nxv-goframes-test:" + tag
+	container := "nxv-goframes-test-" + tag
+	dwarftest.Run(t, pm, "import", tarball, image)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			for _, args := range [][]string{{"rm", "-f", "-t", "0", container}, {"rmi", "-f", image}} {
+				if out, err := exec.Command(pm, args...).CombinedOutput(); err != nil {
+					t.Errorf("podman %v: %v\n%s", args, err, out)
+				}
+			}
+		})
+	}
+	t.Cleanup(stop)
+	// This machine's podman settings (tests/container: podmanArgs).
+	dwarftest.Run(t, pm, "run", "-d", "--name", container, "--runtime", "runc",
+		"--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768", "--network=host", image, "/"+name)
+	return stop
 }
 
 // TestGoFramesExitedProcess: as TestDebugInfoExitedProcess, for a stripped
