@@ -216,3 +216,26 @@ func TestGoInProcessRoot(t *testing.T) {
 	process(t, newTestProcessor(t), pd)
 	checkGoInlined(t, gp, pd, locs)
 }
+
+// TestGoFramesMemoBounded: the frames kept per binary stay within
+// maxGoMemo addresses, and what they add to the cache's count is what they
+// hold.
+func TestGoFramesMemoBounded(t *testing.T) {
+	gp := buildGoProgram(t, t.TempDir(), "goinl-memo", "-s -w")
+	ef, err := elf.Open(gp.bin)
+	require.NoError(t, err)
+	defer ef.Close()
+	s := &symbols{tab: &symtab{}}
+	require.True(t, s.addGopclntab(ef, loadLimits{indexBytes: 64 << 20, symtabOnly: true}))
+	require.NotNil(t, s.gotab)
+	total := 0
+	for a := s.gotab.TextStart(); a < s.gotab.TextStart()+3*maxGoMemo; a++ {
+		_, grown := s.goFrames(a)
+		total += grown
+		require.LessOrEqual(t, len(s.goMemo), maxGoMemo)
+	}
+	require.Equal(t, s.goMemoBytes, total, "the cache is told every byte added and dropped")
+	fs, grown := s.goFrames(s.gotab.TextStart() + 3*maxGoMemo - 1)
+	require.Zero(t, grown, "kept: nothing added")
+	require.NotEmpty(t, fs)
+}
