@@ -5,7 +5,9 @@ package symbolizeprocessor
 
 import (
 	"debug/elf"
+	"debug/gosym"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -199,4 +201,123 @@ func mappedLibc(tb testing.TB, pid int) string {
 	}
 	tb.Fatalf("no libc in /proc/%d/maps: %v", pid, files)
 	return ""
+}
+
+// BenchmarkSymbolizeGo measures the processor on 10,000 eBPF-like samples
+// of Go frames (20 resources, 1,000 stacks of 20 frames over 2,000
+// locations at addresses of the binary's functions, each named as the eBPF
+// profiler names it: one line), as BenchmarkSymbolize does: warm (the
+// binary's table cached) and cold (a new processor, a first batch, the
+// loader reading the binary's .gopclntab and inline trees, a second
+// batch). The binary is NEXOVUE_BENCH_GO_BIN (e.g. the collector,
+// _build/otelcol-nexovue, about 130 MB), else this test binary; cache-MiB is
+// what the cache keeps of it (its symbol table and Go table), inlined-% the
+// share of the locations named with inlined calls.
+func BenchmarkSymbolizeGo(b *testing.B) {
+	bin := os.Getenv("NEXOVUE_BENCH_GO_BIN")
+	if bin == "" {
+		var err error
+		bin, err = os.Executable()
+		require.NoError(b, err)
+	}
+	pd, key := benchGoBatch(b, bin)
+	for _, bc := range []struct {
+		name string
+		cold bool
+	}{{"warm", false}, {"cold", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := newTestProcessor(b)
+			m := &pprofile.ProtoMarshaler{}
+			work := pprofile.NewProfiles()
+			pd.CopyTo(work)
+			process(b, p, work) // warm the cache
+			syms, _ := p.cache.get(key)
+			require.NotNil(b, syms)
+			require.NotNil(b, syms.gotab)
+			size := syms.size()
+			inlined := 0
+			for _, loc := range work.Dictionary().LocationTable().All() {
+				if loc.Lines().Len() > 1 {
+					inlined++
+				}
+			}
+			var encode time.Duration
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				pd.CopyTo(work)
+				start := time.Now()
+				if _, err := m.MarshalProfiles(work); err != nil {
+					b.Fatal(err)
+				}
+				encode += time.Since(start)
+				pd.CopyTo(work)
+				if bc.cold {
+					p = newTestProcessor(b)
+				}
+				b.StartTimer()
+				if bc.cold {
+					process(b, p, work)
+				} else {
+					processOnce(b, p, work)
+				}
+			}
+			b.StopTimer()
+			n := time.Duration(b.N)
+			b.ReportMetric(ms(b.Elapsed()/n), "ms/10k-samples")
+			b.ReportMetric(ms(encode/n), "encode-ms/10k-samples")
+			b.ReportMetric(ratio(b.Elapsed(), encode), "x-encode")
+			b.ReportMetric(float64(size)/(1<<20), "cache-MiB")
+			b.ReportMetric(100*float64(inlined)/float64(benchLocations), "inlined-%")
+		})
+	}
+}
+
+// benchGoBatch builds BenchmarkSymbolizeGo's batch of the Go binary at bin
+// (found on the host: no process), and returns it with the binary's cache
+// key.
+func benchGoBatch(b *testing.B, bin string) (pprofile.Profiles, string) {
+	ef, err := elf.Open(bin)
+	require.NoError(b, err)
+	defer ef.Close()
+	data, err := ef.Section(".gopclntab").Data()
+	require.NoError(b, err)
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, ef.Section(".text").Addr))
+	require.NoError(b, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	off, start, end := textMapping(b, bin)
+	id := fileID(b, bin)
+	pb := newProfileBuilder()
+	m := pb.mapping(mappingSpec{name: filepath.Base(bin), start: start, end: end, offset: off, htlhash: id})
+	var locs []int32
+	for len(locs) < benchLocations {
+		f := tab.Funcs[rng.IntN(len(tab.Funcs))]
+		if f.End-f.Entry < 16 {
+			continue
+		}
+		pc := f.Entry + uint64(rng.IntN(int(f.End-f.Entry)))
+		file, line, fn := tab.PCToLine(pc)
+		if fn == nil {
+			continue
+		}
+		li := pb.location(m, pc, "go")
+		ln := pb.dict.LocationTable().At(int(li)).Lines().AppendEmpty()
+		ln.SetFunctionIndex(pb.function(fn.Name, "", file))
+		ln.SetLine(int64(line))
+		locs = append(locs, li)
+	}
+	stacks := make([][]int32, benchStacks)
+	for i := range stacks {
+		for range benchDepth {
+			stacks[i] = append(stacks[i], locs[rng.IntN(len(locs))])
+		}
+	}
+	for p := range benchProcesses {
+		var mine [][]int32
+		for s := p; s < benchSamples; s += benchProcesses {
+			mine = append(mine, stacks[s%benchStacks])
+		}
+		pb.process(0, bin, mine...)
+	}
+	return pb.pd, fileIdentity{htlhash: id}.key()
 }

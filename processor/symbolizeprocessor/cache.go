@@ -87,6 +87,11 @@ func (c *symtabCache) grew(key string, n int) {
 	}
 }
 
+// evict drops the least recently used tables until the cache is within its
+// budget. A large table dropped (an eighth of the budget or more, such as
+// a big Go binary's function table) is not read again for failureTTL:
+// files whose tables do not fit together would otherwise be read again in
+// turn, at every batch.
 func (c *symtabCache) evict() {
 	for c.used > c.budget {
 		e := c.order.Back()
@@ -96,7 +101,11 @@ func (c *symtabCache) evict() {
 		ce := e.Value.(*cacheEntry)
 		c.order.Remove(e)
 		delete(c.entries, ce.key)
-		c.used -= ce.tab.size()
+		size := ce.tab.size()
+		c.used -= size
+		if size >= c.budget/8 {
+			c.fail(ce.key)
+		}
 	}
 }
 

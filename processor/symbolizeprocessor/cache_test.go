@@ -47,3 +47,22 @@ func TestCacheRemembersFailures(t *testing.T) {
 	_, failed = c.get("x")
 	assert.False(t, failed, "tried again after failureTTL")
 }
+
+// TestCacheLargeEvictedNotReloadedSoon: two large tables that do not fit
+// together are not read again in turn at every batch: the one dropped
+// stays out for failureTTL; a small one dropped may come back at once.
+func TestCacheLargeEvictedNotReloadedSoon(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newSymtabCache(1000)
+	c.now = func() time.Time { return now }
+	c.add("small", &symbols{tab: &symtab{size: 100}})
+	c.add("a", &symbols{tab: &symtab{size: 600}})
+	c.add("b", &symbols{tab: &symtab{size: 600}}) // small and a go
+	_, failed := c.get("a")
+	assert.True(t, failed, "a large table dropped is not read again soon")
+	_, failed = c.get("small")
+	assert.False(t, failed, "a small one may be")
+	now = now.Add(failureTTL)
+	_, failed = c.get("a")
+	assert.False(t, failed, "read again after failureTTL")
+}

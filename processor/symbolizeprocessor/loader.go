@@ -124,7 +124,7 @@ func (l *loader) run() {
 		l.p.loaded(req, syms, failures)
 		again := false
 		l.mu.Lock()
-		if syms != nil && !req.full && !l.p.limits.symtabOnly {
+		if syms != nil && !req.full && !l.p.limits.symtabOnly && !syms.goBinary {
 			req.full = true
 			select {
 			case l.second <- req:

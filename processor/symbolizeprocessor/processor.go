@@ -30,6 +30,7 @@ const (
 	attrGNU       = "process.executable.build_id.gnu"
 	attrFrameType = "profile.frame.type"
 	frameNative   = "native"
+	frameGo       = "go"
 )
 
 // maxProcsPerMapping bounds the processes tried to find one mapping's file.
@@ -136,11 +137,16 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 	}
 	defer p.mu.Unlock()
 	named := map[string]int64{} // by source
-	var unnamed int64
-	for _, li := range cands {
-		loc := b.locs.At(int(li))
+	var unnamed, goKept int64
+	for _, c := range cands {
+		loc := b.locs.At(int(c.loc))
 		m := &b.maps[loc.MappingIndex()]
-		if !b.symbolize(loc, m, p.cache, named) {
+		switch {
+		case c.goFrame:
+			if !b.symbolizeGo(loc, m, p.cache, named) {
+				goKept++
+			}
+		case !b.symbolize(loc, m, p.cache, named):
 			unnamed++
 		}
 	}
@@ -149,6 +155,9 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 	}
 	if unnamed > 0 {
 		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
+	}
+	if goKept > 0 {
+		p.telemetry.ProcessorSymbolizeGoFramesKept.Add(ctx, goKept)
 	}
 	return pd, nil
 }
@@ -278,6 +287,39 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 	return true
 }
 
+// symbolizeGo names a Go frame again from its binary's .gopclntab: the
+// calls inlined at its address, innermost first, then the function, each
+// with its start line. It returns false when it leaves the frame as the
+// profiler named it.
+func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, cache *symtabCache, named map[string]int64) bool {
+	if m.syms == nil || m.syms.gotab == nil {
+		return false
+	}
+	mp := b.dict.MappingTable().At(int(loc.MappingIndex()))
+	addr, ok := m.syms.tab.vaddr(loc.Address(), mp.MemoryStart(), mp.MemoryLimit(), mp.FileOffset())
+	if !ok {
+		return false
+	}
+	frames, grown := m.syms.goFrames(addr)
+	cache.grew(m.key, grown)
+	if len(frames) == 0 {
+		return false
+	}
+	if b.funcIndex == nil {
+		b.indexDictionary()
+	}
+	lines := loc.Lines()
+	lines.RemoveIf(func(pprofile.Line) bool { return true })
+	lines.EnsureCapacity(len(frames))
+	for _, f := range frames {
+		ln := lines.AppendEmpty()
+		ln.SetFunctionIndex(b.functionIndex(f.Function, f.SystemName, f.File, f.StartLine))
+		ln.SetLine(f.Line)
+	}
+	named[sourceGopclntab]++
+	return true
+}
+
 // loaded is called by the loader with a file's symbols (nil when it
 // failed) and why parts of it could not be used.
 func (p *symbolizeProcessor) loaded(req loadRequest, syms *symbols, failures []string) {
@@ -358,8 +400,21 @@ type batch struct {
 
 	// Built when the first function is added.
 	strIndex  map[string]int32
-	funcIndex map[[3]int32]int32
+	funcIndex map[funcKey]int32
 	symFuncs  map[symRef]int32
+}
+
+// funcKey identifies a function of the dictionary.
+type funcKey struct {
+	name, system, file int32
+	startLine          int64
+}
+
+// frameCandidate is a location to symbolize: a native frame, or a Go frame the
+// profiler named (goFrame).
+type frameCandidate struct {
+	loc     int32
+	goFrame bool
 }
 
 type symRef struct {
@@ -379,37 +434,44 @@ func (b *batch) str(i int32) string {
 	return b.strs.At(int(i))
 }
 
-// candidates returns the locations to symbolize: those with a mapping and no
-// line, whose frame type, when set, is native. It marks their mappings
-// needed.
-func (b *batch) candidates() []int32 {
+// candidates returns the locations to symbolize: those with a mapping and
+// no line, whose frame type, when set, is native; and the Go frames (frame
+// type go, with a mapping) the profiler named with one line. It marks their
+// mappings needed.
+func (b *batch) candidates() []frameCandidate {
 	nm := b.dict.MappingTable().Len()
 	attrs := b.dict.AttributeTable()
-	var out []int32
+	var out []frameCandidate
 	for li := 1; li < b.locs.Len(); li++ {
 		loc := b.locs.At(li)
 		mi := loc.MappingIndex()
-		if mi <= 0 || int(mi) >= nm || loc.Lines().Len() > 0 {
+		if mi <= 0 || int(mi) >= nm {
 			continue
 		}
-		native := true
+		frameType := ""
 		for _, ai := range loc.AttributeIndices().All() {
 			if ai <= 0 || int(ai) >= attrs.Len() {
 				continue
 			}
 			a := attrs.At(int(ai))
-			if b.str(a.KeyStrindex()) == attrFrameType && a.Value().AsString() != frameNative {
-				native = false
+			if b.str(a.KeyStrindex()) == attrFrameType {
+				frameType = a.Value().AsString()
 			}
 		}
-		if !native {
+		goFrame := frameType == frameGo
+		switch {
+		case goFrame:
+			if loc.Lines().Len() > 1 {
+				continue // named already with its inlined calls
+			}
+		case loc.Lines().Len() > 0 || (frameType != "" && frameType != frameNative):
 			continue
 		}
 		if b.maps == nil {
 			b.maps = make([]mappingState, nm)
 		}
 		b.maps[mi].needed = true
-		out = append(out, int32(li))
+		out = append(out, frameCandidate{loc: int32(li), goFrame: goFrame})
 	}
 	return out
 }
@@ -512,7 +574,7 @@ func (b *batch) function(m *mappingState, si int, cache *symtabCache) int32 {
 	}
 	n, grown := m.syms.tab.name(si)
 	cache.grew(m.key, grown)
-	fi := b.functionIndex(n.name, n.raw, m.syms.tab.path)
+	fi := b.functionIndex(n.name, n.raw, m.syms.tab.path, 0)
 	b.symFuncs[ref] = fi
 	return fi
 }
@@ -522,13 +584,13 @@ func (b *batch) lineFunction(f dwarfindex.Frame) int32 {
 	if b.funcIndex == nil {
 		b.indexDictionary()
 	}
-	return b.functionIndex(f.Name, f.SystemName, f.File)
+	return b.functionIndex(f.Name, f.SystemName, f.File, 0)
 }
 
-// functionIndex returns the index of the function of those names and file,
-// adding it when the batch has none.
-func (b *batch) functionIndex(name, sys, file string) int32 {
-	key := [3]int32{b.stringIndex(name), b.stringIndex(sys), b.stringIndex(file)}
+// functionIndex returns the index of the function of those names, file
+// and start line, adding it when the batch has none.
+func (b *batch) functionIndex(name, sys, file string, startLine int64) int32 {
+	key := funcKey{b.stringIndex(name), b.stringIndex(sys), b.stringIndex(file), startLine}
 	fi, ok := b.funcIndex[key]
 	if !ok {
 		funcs := b.dict.FunctionTable()
@@ -537,9 +599,10 @@ func (b *batch) functionIndex(name, sys, file string) int32 {
 		}
 		fi = int32(funcs.Len())
 		f := funcs.AppendEmpty()
-		f.SetNameStrindex(key[0])
-		f.SetSystemNameStrindex(key[1])
-		f.SetFilenameStrindex(key[2])
+		f.SetNameStrindex(key.name)
+		f.SetSystemNameStrindex(key.system)
+		f.SetFilenameStrindex(key.file)
+		f.SetStartLine(key.startLine)
 		b.funcIndex[key] = fi
 	}
 	return fi
@@ -553,13 +616,10 @@ func (b *batch) indexDictionary() {
 		b.strIndex[b.strs.At(i)] = int32(i) // the first of duplicates wins
 	}
 	funcs := b.dict.FunctionTable()
-	b.funcIndex = make(map[[3]int32]int32, funcs.Len())
+	b.funcIndex = make(map[funcKey]int32, funcs.Len())
 	for i := funcs.Len() - 1; i >= 1; i-- {
 		f := funcs.At(i)
-		if f.StartLine() != 0 {
-			continue
-		}
-		b.funcIndex[[3]int32{f.NameStrindex(), f.SystemNameStrindex(), f.FilenameStrindex()}] = int32(i)
+		b.funcIndex[funcKey{f.NameStrindex(), f.SystemNameStrindex(), f.FilenameStrindex(), f.StartLine()}] = int32(i)
 	}
 	b.symFuncs = map[symRef]int32{}
 }

@@ -10,8 +10,10 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"unsafe"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
+	"github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 	"github.com/nexovue/otelcol-nexovue/processor/symbolizeprocessor/internal/dwarfindex"
 )
 
@@ -21,16 +23,19 @@ const (
 	sourceSymtab     = "symtab"      // the mapped file's symbol table
 	sourceDebugFile  = "debug_file"  // a separate debug file's symbol table
 	sourceDWARFLines = "dwarf_lines" // DWARF: lines and inlined calls
+	sourceGopclntab  = "gopclntab"   // a Go binary's .gopclntab: Go frames with inlined calls and start lines
 )
 
 // Reasons a file failed (the reason attribute of the files_failed metric).
 const (
-	reasonNotFound  = "not_found"       // no such file where the process sees it, or not allowed
-	reasonMismatch  = "mismatch"        // a file of that name, not the mapping's
-	reasonTooLarge  = "too_large"       // past max_file_size_mib, or its DWARF past the memory allowed
-	reasonMalformed = "malformed"       // an ELF file that cannot be read
-	reasonDWARF     = "malformed_dwarf" // its DWARF cannot be read (its symbol table is used)
-	reasonDWZ       = "dwz"             // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
+	reasonNotFound  = "not_found"           // no such file where the process sees it, or not allowed
+	reasonMismatch  = "mismatch"            // a file of that name, not the mapping's
+	reasonTooLarge  = "too_large"           // past max_file_size_mib, or its DWARF past the memory allowed
+	reasonMalformed = "malformed"           // an ELF file that cannot be read
+	reasonDWARF     = "malformed_dwarf"     // its DWARF cannot be read (its symbol table is used)
+	reasonDWZ       = "dwz"                 // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
+	reasonGopclntab = "malformed_gopclntab" // a Go binary's .gopclntab cannot be read (its Go frames stay as the profiler named them)
+	reasonOldGo     = "unsupported_go"      // a Go binary older than Go 1.20 (its Go frames stay as the profiler named them)
 )
 
 // symbols is what the processor knows of one file identity: a symbol table
@@ -40,6 +45,17 @@ type symbols struct {
 	tab       *symtab
 	tabSource string
 	lines     *dwarfindex.Index // nil without DWARF
+	// gotab is a Go binary's function table (nil: not a Go binary, or its
+	// table could not be read).
+	gotab *gopclntab.Table
+	// goBinary: the file has a Go table (read or not): no second reading
+	// (its DWARF would name only C code linked in).
+	goBinary bool
+	// goMemo keeps the frames of the addresses looked up in gotab (at most
+	// maxGoMemo; then it starts again), goMemoBytes their estimated size:
+	// a service's hot addresses come back in every batch.
+	goMemo      map[uint64][]gopclntab.Frame
+	goMemoBytes int
 	// linesSource is the source the frames named from lines count under.
 	linesSource string
 	// awaitBuildID is set when a debuginfod server was asked for the
@@ -68,6 +84,9 @@ func (s *symbols) size() int {
 	n := s.tab.size
 	if s.lines != nil {
 		n += s.lines.Size()
+	}
+	if s.gotab != nil {
+		n += s.gotab.Size() + s.goMemoBytes
 	}
 	return n
 }
@@ -100,7 +119,17 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 	}
 	s := &symbols{tab: tab, tabSource: sourceSymtab}
 	ef, err := safeELF(f)
-	if err != nil || lim.symtabOnly {
+	if err != nil {
+		return s, nil
+	}
+	if s.addGopclntab(ef, lim) {
+		// A Go binary: its Go frames are named from its table, read in
+		// the first reading (or, when it failed, as the profiler named
+		// them); its DWARF, which would name only the frames of C code
+		// linked in (cgo), is not read.
+		return s, nil
+	}
+	if lim.symtabOnly {
 		return s, nil
 	}
 	if hasDWARF(ef) {
@@ -160,6 +189,64 @@ func (s *symbols) tryDebugFile(dc debugCandidate, mf *mappedFileInfo, lim loadLi
 	}
 	s.origin = dc.origin
 	return true, ""
+}
+
+// maxGoMemo bounds the addresses whose Go frames a file's symbols keep.
+const maxGoMemo = 8192
+
+// goFrames returns the Go frames at a file address (none: no function
+// there), and the bytes the memo grew by (negative when it started again).
+func (s *symbols) goFrames(addr uint64) ([]gopclntab.Frame, int) {
+	if fs, ok := s.goMemo[addr]; ok {
+		return fs, 0
+	}
+	fs := s.gotab.Lookup(addr, nil)
+	grown := 0
+	if len(s.goMemo) >= maxGoMemo || s.goMemo == nil {
+		grown = -s.goMemoBytes
+		s.goMemo, s.goMemoBytes = make(map[uint64][]gopclntab.Frame, 64), 0
+	}
+	n := 64 // the map entry
+	for _, f := range fs {
+		n += int(unsafe.Sizeof(f)) + len(f.Function) + len(f.SystemName) + len(f.File)
+	}
+	s.goMemo[addr] = fs
+	s.goMemoBytes += n
+	return fs, grown + n
+}
+
+// addGopclntab reads a Go binary's function table and inline trees,
+// within what the cache leaves for them besides the symbol table. It
+// returns whether the file is a Go binary (whose table was read or
+// failed; goBinary is then set). A failure
+// is counted by the first reading (a second reading, of a file that is
+// not a Go binary or whose table failed, fails the same way).
+func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
+	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes, SectionBytes: lim.indexBytes})
+	if err == nil {
+		// Its symbol table keeps the functions outside the Go table
+		// (C code linked in with cgo) only.
+		s.tab.dropRange(t.TextStart(), t.TextEnd())
+		if s.tab.size+t.Size() > lim.indexBytes {
+			err = gopclntab.ErrTooLarge
+		}
+	}
+	if errors.Is(err, gopclntab.ErrNotGo) {
+		return false
+	}
+	s.goBinary = true
+	switch {
+	case err == nil:
+		s.gotab = t
+	case !lim.symtabOnly:
+	case errors.Is(err, gopclntab.ErrTooLarge):
+		s.failures = append(s.failures, reasonTooLarge)
+	case errors.Is(err, gopclntab.ErrUnsupported):
+		s.failures = append(s.failures, reasonOldGo)
+	default:
+		s.failures = append(s.failures, reasonGopclntab)
+	}
+	return true
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is

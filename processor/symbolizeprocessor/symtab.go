@@ -243,6 +243,26 @@ func (st *symtab) build(syms []elf.Symbol) {
 	st.size = 256 + len(st.path) + len(st.names) + 24*len(st.syms) + 24*len(st.segments)
 }
 
+// dropRange drops the symbols in [lo, hi) (a Go binary's functions, which
+// its Go table names), keeping the others' names only.
+func (st *symtab) dropRange(lo, hi uint64) {
+	var names strings.Builder
+	kept := st.syms[:0]
+	for _, s := range st.syms {
+		if s.addr >= lo && s.addr < hi {
+			continue
+		}
+		name := st.names[s.nameOff : s.nameOff+s.nameLen]
+		s.nameOff = uint32(names.Len())
+		names.WriteString(name)
+		kept = append(kept, s)
+	}
+	st.syms = slices.Clip(kept)
+	st.names = names.String()
+	st.demangled = nil
+	st.size = 256 + len(st.path) + len(st.names) + 24*len(st.syms) + 24*len(st.segments)
+}
+
 func bindRank(s elf.Symbol) int {
 	switch elf.ST_BIND(s.Info) {
 	case elf.STB_GLOBAL:

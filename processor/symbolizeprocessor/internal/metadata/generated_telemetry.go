@@ -29,6 +29,7 @@ type TelemetryBuilder struct {
 	ProcessorSymbolizeFilesFailed        metric.Int64Counter
 	ProcessorSymbolizeFramesNamed        metric.Int64Counter
 	ProcessorSymbolizeFramesUnsymbolized metric.Int64Counter
+	ProcessorSymbolizeGoFramesKept       metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -68,13 +69,19 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSymbolizeFramesNamed, err = builder.meter.Int64Counter(
 		"otelcol_processor_symbolize_frames_named",
-		metric.WithDescription("Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz). [Development]"),
+		metric.WithDescription("Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz), and Go locations named again with their inlined calls and start lines from their binary's .gopclntab (source gopclntab). [Development]"),
 		metric.WithUnit("{location}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSymbolizeFramesUnsymbolized, err = builder.meter.Int64Counter(
 		"otelcol_processor_symbolize_frames_unsymbolized",
 		metric.WithDescription("Number of native locations left without a name (their file not loaded yet, not found or failed, or no symbol holds the address). [Development]"),
+		metric.WithUnit("{location}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSymbolizeGoFramesKept, err = builder.meter.Int64Counter(
+		"otelcol_processor_symbolize_go_frames_kept",
+		metric.WithDescription("Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, or holds no function at the address. [Development]"),
 		metric.WithUnit("{location}"),
 	)
 	errs = errors.Join(errs, err)

@@ -40,7 +40,7 @@ func AssertEqualProcessorSymbolizeFilesFailed(t *testing.T, tt *componenttest.Te
 func AssertEqualProcessorSymbolizeFramesNamed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_symbolize_frames_named",
-		Description: "Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz). [Development]",
+		Description: "Number of native locations named, by where the name came from (attribute source, one of symtab, debug_file, dwarf_lines, debuginfod, minidebuginfo, vdso, dwz), and Go locations named again with their inlined calls and start lines from their binary's .gopclntab (source gopclntab). [Development]",
 		Unit:        "{location}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -65,6 +65,22 @@ func AssertEqualProcessorSymbolizeFramesUnsymbolized(t *testing.T, tt *component
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_symbolize_frames_unsymbolized")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSymbolizeGoFramesKept(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_symbolize_go_frames_kept",
+		Description: "Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, or holds no function at the address. [Development]",
+		Unit:        "{location}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_symbolize_go_frames_kept")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

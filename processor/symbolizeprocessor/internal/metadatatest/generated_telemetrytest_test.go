@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorSymbolizeFilesFailed.Add(context.Background(), 1)
 	tb.ProcessorSymbolizeFramesNamed.Add(context.Background(), 1)
 	tb.ProcessorSymbolizeFramesUnsymbolized.Add(context.Background(), 1)
+	tb.ProcessorSymbolizeGoFramesKept.Add(context.Background(), 1)
 	AssertEqualProcessorSymbolizeFilesFailed(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -29,6 +30,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSymbolizeFramesUnsymbolized(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSymbolizeGoFramesKept(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

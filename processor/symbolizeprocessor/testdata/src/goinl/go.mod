@@ -1,0 +1,3 @@
+module goinl
+
+go 1.26

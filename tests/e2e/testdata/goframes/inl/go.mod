@@ -1,0 +1,3 @@
+module nxvgoinl
+
+go 1.26

@@ -1,0 +1,3 @@
+module nxvgopgo
+
+go 1.26
