@@ -390,9 +390,9 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 	for _, side := range []struct {
 		name string
 		n    int64
-	}{{"this", thisN}, {"base", baseN}} {
+	}{{"This side", thisN}, {"The base side", baseN}} {
 		if side.n < minCompareSamples {
-			d.Notes = append(d.Notes, fmt.Sprintf("The %s side has %d samples, fewer than %d: its shares can be off by more than 5 percentage points by chance alone, so changes under about 10 points say nothing.", side.name, side.n, minCompareSamples))
+			d.Notes = append(d.Notes, fmt.Sprintf("%s has %d samples, fewer than %d: its shares can be off by more than 5 percentage points by chance alone, so changes under about 10 points say nothing.", side.name, side.n, minCompareSamples))
 		}
 	}
 	abs, norm := cloneValues(c.query), cloneValues(c.query)

@@ -194,7 +194,7 @@ func TestCompareFewSamples(t *testing.T) {
 	code, body := get(t, srv.URL+indexLink(t, srv.URL, "few", "compare"))
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "The base side has 199 samples, fewer than 200")
-	assert.NotContains(t, body, "The this side")
+	assert.NotContains(t, body, "This side has")
 }
 
 // TestCompareBadInput: each bad or empty selection is a 400 naming the
