@@ -34,8 +34,9 @@ const basePrefix = "base."
 // 100), so the page says so instead of ranking noise.
 const minCompareSamples = 200
 
-// maxChangeRows bounds the "what changed" table.
-const maxChangeRows = 50
+// maxChangeRows bounds the "what changed" table (pprof's diff top below it
+// lists every function).
+const maxChangeRows = 20
 
 // comparison is a parsed compare request.
 type comparison struct {
@@ -237,8 +238,8 @@ func functionValues(p *profile.Profile) (self, total map[string]int64, sum int64
 
 // changes ranks the functions of both sides by the change of their self
 // share (normalize) or of their self value (absolute), then of their total,
-// then by name; at most maxChangeRows.
-func changes(this, base *profile.Profile, normalize bool) []fnChange {
+// then by name; at most maxChangeRows, and how many more there are.
+func changes(this, base *profile.Profile, normalize bool) ([]fnChange, int) {
 	tSelf, tTotal, tSum := functionValues(this)
 	bSelf, bTotal, bSum := functionValues(base)
 	pct := func(v, sum int64) float64 {
@@ -273,9 +274,9 @@ func changes(this, base *profile.Profile, normalize bool) []fnChange {
 		return out[i].Name < out[j].Name
 	})
 	if len(out) > maxChangeRows {
-		out = out[:maxChangeRows]
+		return out[:maxChangeRows], len(out) - maxChangeRows
 	}
-	return out
+	return out, 0
 }
 
 func union(a, b map[string]int64) map[string]bool {
@@ -339,6 +340,7 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 <td class="n">{{pct .BaseSelfPct}} → {{pct .ThisSelfPct}}</td><td class="n">{{dpct .DSelfPct}}</td><td class="n">{{.BaseSelf}} → {{.ThisSelf}}</td><td class="n">{{dval .DSelf}}</td>
 <td class="n">{{pct .BaseTotalPct}} → {{pct .ThisTotalPct}}</td><td class="n">{{dpct .DTotalPct}}</td><td class="n">{{.BaseTotal}} → {{.ThisTotal}}</td></tr>
 {{end}}</tbody></table>
+{{if .More}}<p id="more">and {{.More}} more functions (pprof's <a href="{{.UI}}top">top</a> lists them all)</p>{{end}}
 <p>pprof's diff of the two (<code>-diff_base</code>{{if .Normalize}} <code>-normalize</code>{{end}}): red grew, green shrank.
 <a href="{{.UI}}flamegraph">flame graph</a> · <a href="{{.UI}}top">top</a> · <a href="{{.UI}}peek">peek</a> · <a href="{{.UI}}source">source</a> ·
 downloads <a class="download" href="{{.ThisDownload}}">this</a>, <a class="download" href="{{.BaseDownload}}">base</a> (<code>go tool pprof -diff_base base.pb.gz this.pb.gz</code>)</p>
@@ -355,6 +357,7 @@ type compareData struct {
 	AbsoluteURL, NormalizedURL, UI             string
 	ThisDownload, BaseDownload                 string
 	Changes                                    []fnChange
+	More                                       int
 }
 
 // compare serves /compare?service=…&type=…&<this side's filters>&base.<…>[&normalize=0].
@@ -385,8 +388,9 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 		Service: service, Type: ptype, Title: typeTitleOf(this), Unit: this.SampleType[0].Unit,
 		ThisDesc: describe(c.this), BaseDesc: describe(c.base), ThisSamples: thisN, BaseSamples: baseN,
 		ThisSum: sumValues(this), BaseSum: sumValues(base), Normalize: c.normalize,
-		UI: uiPath(service, ptype, c.query), Changes: changes(this, base, c.normalize),
+		UI: uiPath(service, ptype, c.query),
 	}
+	d.Changes, d.More = changes(this, base, c.normalize)
 	for _, side := range []struct {
 		name string
 		n    int64

@@ -195,6 +195,28 @@ func TestCompareFewSamples(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "The base side has 199 samples, fewer than 200")
 	assert.NotContains(t, body, "This side has")
+	assert.NotContains(t, body, `id="more"`)
+}
+
+// TestCompareRowsBounded: the table keeps the maxChangeRows largest
+// changes and says how many more there are.
+func TestCompareRowsBounded(t *testing.T) {
+	v, srv := newTestView(t, nil)
+	now := time.Now()
+	b := newBatch()
+	p := b.profile("many", "", "samples", "count", 1)
+	for i := range maxChangeRows + 5 {
+		b.samples(p, b.stack(fnName(i)), 10+i, now.Add(-time.Minute), noTrace, noSpan)
+	}
+	b.samples(p, b.stack("main.base"), 300, now.Add(-4*time.Minute), noTrace, noSpan)
+	require.NoError(t, v.consume(context.Background(), b.pd))
+	code, body := get(t, srv.URL+indexLink(t, srv.URL, "many", "compare")+"&normalize=0")
+	require.Equal(t, http.StatusOK, code, body)
+	rows := changeRows(t, body)
+	require.Len(t, rows, maxChangeRows)
+	assert.Equal(t, changeRow{"main.base", "gone", 300, 0}, rows[0])
+	assert.Equal(t, changeRow{fnName(maxChangeRows + 4), "new", 0, int64(14 + maxChangeRows)}, rows[1], "the largest change after main.base")
+	assert.Contains(t, body, `<p id="more">and 6 more functions`)
 }
 
 // TestCompareBadInput: each bad or empty selection is a 400 naming the
