@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -48,7 +49,7 @@ type comparison struct {
 // isComparison: the query names a base side.
 func isComparison(q url.Values) bool {
 	for _, k := range filterKeys {
-		if q.Has(basePrefix + k) {
+		if q.Get(basePrefix+k) != "" {
 			return true
 		}
 	}
@@ -71,13 +72,13 @@ func parseComparison(q url.Values, now time.Time) (comparison, error) {
 			bq.Set(k, s)
 		}
 	}
-	if q.Has(basePrefix+"last") || q.Has(basePrefix+"from") || q.Has(basePrefix+"to") {
+	if q.Get(basePrefix+"last") != "" || q.Get(basePrefix+"from") != "" || q.Get(basePrefix+"to") != "" {
 		bq.Del("last")
 		bq.Del("from")
 		bq.Del("to")
 	}
 	for _, k := range filterKeys {
-		if q.Has(basePrefix + k) {
+		if q.Get(basePrefix+k) != "" {
 			bq.Set(k, q.Get(basePrefix+k))
 		}
 	}
@@ -326,6 +327,12 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 	"dpct": func(f float64) string { return fmt.Sprintf("%+.1f", f) },
 	"dval": func(v int64) string { return fmt.Sprintf("%+d", v) },
+	"first": func(vs []string) string {
+		if len(vs) == 0 {
+			return ""
+		}
+		return vs[0]
+	},
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{{.Service}} · {{.Type}}: what changed</title>
 <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:.2em .6em;text-align:left;border-bottom:1px solid #ddd}td.n{text-align:right}tr.new td.mark{color:#b00;font-weight:bold}tr.gone td.mark{color:#070;font-weight:bold}.note{color:#b60}iframe{width:100%;height:640px;border:1px solid #ccc}</style>
@@ -334,6 +341,11 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 <h1>{{.Service}} · {{.Title}}: what changed</h1>
 <p id="sides"><b>this</b>: {{.ThisDesc}}, <span id="this-samples">{{.ThisSamples}}</span> samples ({{.ThisSum}} {{.Unit}}) · <b>base</b>: {{.BaseDesc}}, <span id="base-samples">{{.BaseSamples}}</span> samples ({{.BaseSum}} {{.Unit}})</p>
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
+<form id="choose" method="get" action="compare">{{range $k, $vs := .Hidden}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">{{end}}{{end}}
+compare with: <label>base.from <input name="base.from" value="{{.BaseQuery.Get "base.from"}}" placeholder="RFC 3339"></label>
+<label>base.to <input name="base.to" value="{{.BaseQuery.Get "base.to"}}" placeholder="RFC 3339"></label>
+<label>base.service.version <input name="base.service.version" value="{{index .BaseQuery "base.service.version" | first}}"></label>
+<button type="submit">Compare</button></form>
 <p id="mode">{{if .Normalize}}Normalised: this side is scaled to the base side's total, so the two compare by share whatever their load or length; ranked by the change of each function's self share. <a id="switch" href="{{.AbsoluteURL}}">absolute values</a>{{else}}Absolute values: neither side is scaled; ranked by the change of each function's self value. <a id="switch" href="{{.NormalizedURL}}">normalise by share</a>{{end}}</p>
 <table id="changes"><thead><tr><th>function</th><th></th><th>self share base → this</th><th>Δ points</th><th>self base → this ({{.Unit}})</th><th>Δ</th><th>total share base → this</th><th>Δ points</th><th>total base → this ({{.Unit}})</th></tr></thead><tbody>
 {{range .Changes}}<tr class="change {{.Mark}}" data-function="{{.Name}}" data-mark="{{.Mark}}" data-base-self="{{.BaseSelf}}" data-this-self="{{.ThisSelf}}"><td class="name">{{.Name}}</td><td class="mark">{{.Mark}}</td>
@@ -358,6 +370,9 @@ type compareData struct {
 	ThisDownload, BaseDownload                 string
 	Changes                                    []fnChange
 	More                                       int
+	// Hidden keeps this side (and normalize) in the form that chooses the
+	// base side; BaseQuery fills it.
+	Hidden, BaseQuery url.Values
 }
 
 // compare serves /compare?service=…&type=…&<this side's filters>&base.<…>[&normalize=0].
@@ -391,6 +406,14 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 		UI: uiPath(service, ptype, c.query),
 	}
 	d.Changes, d.More = changes(this, base, c.normalize)
+	d.Hidden, d.BaseQuery = url.Values{"service": {service}, "type": {ptype}}, url.Values{}
+	for k, vs := range c.query {
+		if strings.HasPrefix(k, basePrefix) {
+			d.BaseQuery[k] = vs
+		} else {
+			d.Hidden[k] = vs
+		}
+	}
 	for _, side := range []struct {
 		name string
 		n    int64
@@ -416,13 +439,13 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 // overridden by base.*.
 func baseFilters(q url.Values) url.Values {
 	out := url.Values{}
-	timeGiven := q.Has(basePrefix+"last") || q.Has(basePrefix+"from") || q.Has(basePrefix+"to")
+	timeGiven := q.Get(basePrefix+"last") != "" || q.Get(basePrefix+"from") != "" || q.Get(basePrefix+"to") != ""
 	for _, k := range filterKeys {
 		s := q.Get(k)
 		if timeGiven && (k == "last" || k == "from" || k == "to") {
 			s = ""
 		}
-		if q.Has(basePrefix + k) {
+		if q.Get(basePrefix+k) != "" {
 			s = q.Get(basePrefix + k)
 		}
 		if s != "" {

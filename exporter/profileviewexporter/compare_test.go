@@ -93,6 +93,9 @@ func TestCompareHalves(t *testing.T) {
 	assert.Contains(t, body, "25.0% → 16.7%") // main.common's
 	assert.NotContains(t, body, `class="note"`, "both sides have 200 samples or more")
 	assert.Contains(t, body, "Normalised")
+	// The form that chooses another base keeps this side.
+	assert.Contains(t, body, `<input type="hidden" name="from" value="`+u.Query().Get("from")+`">`)
+	assert.Contains(t, body, `<input name="base.to" value="`+u.Query().Get("base.to")+`"`)
 
 	// Absolute values: ranked by the change of the value itself.
 	code, body = get(t, srv.URL+link+"&normalize=0")
@@ -175,6 +178,13 @@ func TestCompareVersions(t *testing.T) {
 	assert.Contains(t, body, `<span id="this-samples">400</span>`)
 	assert.Contains(t, body, `<span id="base-samples">300</span>`)
 
+	// The compare page's form sends its empty fields: an empty base.from
+	// and base.to keep this side's range (last=5m), the version compares.
+	code, body = get(t, srv.URL+"/compare?service=versioned&type=samples_count&last=5m&service.version=v2&base.from=&base.to=&base.service.version=v1")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, changeRow{"main.newHot", "new", 0, 300}, changeRows(t, body)[0])
+	assert.Regexp(t, `<b>base</b>: \d{4}-\d\d-\d\dT[\d:]+Z to now, service.version=v1,`, body)
+
 	// The version filter alone, on the plain views.
 	code, top := get(t, srv.URL+uiPath("versioned", "samples_count", url.Values{"service.version": {"v1"}})+"top")
 	require.Equal(t, http.StatusOK, code, top)
@@ -231,6 +241,7 @@ func TestCompareBadInput(t *testing.T) {
 		{"/compare?type=samples_count&base.service.version=v1", "service: missing"},
 		{"/compare?service=halves&base.service.version=v1", "type: missing"},
 		{base, "base.from and base.to, base.last or base.service.version: missing"},
+		{base + "&base.from=&base.to=&base.service.version=", "base.from and base.to, base.last or base.service.version: missing"},
 		{base + "&base.from=banana", `base.from: "banana" is not an RFC 3339 time`},
 		{base + "&base.last=-1m", `base.last: "-1m" is not a positive duration`},
 		{base + "&last=1m&base.last=2m&normalize=maybe", `normalize: "maybe" is not 1`},
