@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -180,4 +181,88 @@ func procStatus(field string) int64 {
 		}
 	}
 	return -1
+}
+
+// fill100k adds 100,000 samples of one service (5 profilegen batches,
+// seeds seed to seed+4: 4,000 stacks of 32 frames each, 20,000 functions)
+// at time at.
+func fill100k(b *testing.B, v *view, seed uint64, at time.Time) {
+	for i := range uint64(5) {
+		pd := profilegen.Generate(profilegen.Config{Samples: 20_000, Depth: 32, Stacks: 4000, Functions: 20_000, LinkEvery: 10, Resources: 1, Seed: seed + i})
+		for _, rp := range pd.ResourceProfiles().All() {
+			for _, sp := range rp.ScopeProfiles().All() {
+				for _, p := range sp.Profiles().All() {
+					for _, s := range p.Samples().All() {
+						for j := range s.TimestampsUnixNano().Len() {
+							s.TimestampsUnixNano().SetAt(j, uint64(at.UnixNano()))
+						}
+					}
+				}
+			}
+		}
+		if res := v.store.ingest(pd, DefaultMaxProfileBytes); res.kept == 0 {
+			b.Fatalf("nothing kept: %+v", res)
+		}
+	}
+}
+
+// BenchmarkCompare100kSamples: what a comparison of two windows of 100,000
+// samples each costs (the compare page with its "what changed" table, then
+// pprof's diff flame graph page it embeds), against the flame graph page of
+// one window of 100,000 samples. It reports the CPU time per op and the
+// peak RSS above the process's RSS before the first page (the window's
+// aggregates are in both; the generated batches are collected before).
+//
+//	go test -run XXX -bench Compare100k -benchtime 3x ./exporter/profileviewexporter/
+func BenchmarkCompare100kSamples(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		compare bool
+	}{{"single", false}, {"compare", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			v, _ := newTestView(b, nil)
+			now := time.Now()
+			var pages []string
+			if tc.compare {
+				fill100k(b, v, 1, now.Add(-4*time.Minute))
+				fill100k(b, v, 6, now.Add(-time.Minute))
+				services, _, _ := v.store.summary(selection{})
+				svc, typ := services[0].Name, services[0].Types[0].Key
+				if len(services) != 1 || services[0].Types[0].Samples < 200_000 {
+					b.Fatalf("want one service with 2 × 100,000 samples, have %+v", services[0])
+				}
+				q := url.Values{"from": {now.Add(-150 * time.Second).UTC().Format(time.RFC3339)},
+					"base.from": {now.Add(-5 * time.Minute).UTC().Format(time.RFC3339)}, "base.to": {now.Add(-150 * time.Second).UTC().Format(time.RFC3339)}}
+				pages = []string{comparePath(svc, typ, q), uiPath(svc, typ, q) + "flamegraph"}
+			} else {
+				fill100k(b, v, 1, now)
+				services, _, _ := v.store.summary(selection{})
+				if len(services) != 1 || services[0].Types[0].Samples < 100_000 {
+					b.Fatalf("want one service with 100,000 samples, have %+v", services[0])
+				}
+				pages = []string{uiPath(services[0].Name, services[0].Types[0].Key, nil) + "flamegraph"}
+			}
+			h := v.handler()
+			runtime.GC()
+			// Peak RSS from here: clear_refs 5 resets VmHWM to the RSS.
+			_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+			rss0 := vmRSS()
+			cpu0 := cpuTime()
+			n := 0
+			b.ResetTimer()
+			for b.Loop() {
+				n++
+				for _, page := range pages {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, page, nil))
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%s: %d %s", page, rec.Code, rec.Body.String())
+					}
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(n), "cpu-ms/op")
+			b.ReportMetric(float64(vmHWM()-rss0)/1024, "peak-RSS-above-MiB")
+			b.ReportMetric(float64(v.store.bytes)/(1<<20), "window-estimate-MiB")
+		})
+	}
 }

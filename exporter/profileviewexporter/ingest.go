@@ -42,6 +42,7 @@ func (st *store) ingest(pd pprofile.Profiles, maxProfileBytes int64) ingestResul
 			service = unknownService
 		}
 		ns, host := attrString(attrs, "k8s.namespace.name"), attrString(attrs, "host.name")
+		version := attrString(attrs, "service.version")
 		sps := rp.ScopeProfiles()
 		for j := range sps.Len() {
 			ps := sps.At(j).Profiles()
@@ -58,7 +59,7 @@ func (st *store) ingest(pd pprofile.Profiles, maxProfileBytes int64) ingestResul
 					res.reasons = append(res.reasons, fmt.Sprintf("profile of service %q too large: about %d bytes, max_profile_bytes is %d", service, size, maxProfileBytes))
 					continue
 				}
-				st.addProfile(dict, p, seriesKey{service: service, namespace: ns, host: host}, now, &res, &d)
+				st.addProfile(dict, p, seriesKey{service: service, namespace: ns, host: host, version: version}, now, &res, &d)
 			}
 		}
 	}
@@ -248,6 +249,7 @@ func (st *store) addProfile(dict pprofile.ProfilesDictionary, p pprofile.Profile
 // batch's slot drops it.
 func (st *store) enforceCap(res *ingestResult) {
 	for st.bytes > st.maxBytes && len(st.slots) > 1 {
+		st.capDroppedBefore = max(st.capDroppedBefore, st.slots[0].start+st.width)
 		var d dropCounts
 		st.drop(&d)
 		res.memoryCap += d.memoryCap

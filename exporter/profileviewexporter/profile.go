@@ -18,15 +18,15 @@ const (
 )
 
 // build returns the profile of one service and profile type over the
-// selection, or nil when the window has none. An on-CPU samples profile gets
-// a second value, cpu/nanoseconds (samples times period), as Go's CPU
-// profiles have.
-func (st *store) build(service, ptype string, sel selection) *profile.Profile {
+// selection and the samples (events) it rests on, or nil when the window has
+// none. An on-CPU samples profile gets a second value, cpu/nanoseconds
+// (samples times period), as Go's CPU profiles have.
+func (st *store) build(service, ptype string, sel selection) (*profile.Profile, int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	b := newBuilder()
 	var meta *typeMeta
-	var minT, maxT int64
+	var minT, maxT, events int64
 	for _, sl := range st.slots {
 		if !st.inRange(sel, sl) {
 			continue
@@ -45,13 +45,14 @@ func (st *store) build(service, ptype string, sel selection) *profile.Profile {
 			if end := sl.start + st.width; end > maxT {
 				maxT = end
 			}
+			events += se.events
 			for sk, v := range se.samples {
 				b.add(sl, sk, v)
 			}
 		}
 	}
 	if meta == nil {
-		return nil
+		return nil, 0
 	}
 	p := &profile.Profile{
 		SampleType:    []*profile.ValueType{{Type: meta.sampleType, Unit: meta.sampleUnit}},
@@ -81,7 +82,7 @@ func (st *store) build(service, ptype string, sel selection) *profile.Profile {
 		}
 		p.Sample = append(p.Sample, s)
 	}
-	return p
+	return p, events
 }
 
 type builder struct {

@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ func (v *view) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", v.index)
 	mux.HandleFunc("GET /download", v.download)
+	mux.HandleFunc("GET /compare", v.compare)
 	mux.HandleFunc("GET /ui/", v.ui)
 	return mux
 }
@@ -58,15 +60,26 @@ func parseSelection(q url.Values, now time.Time) (selection, error) {
 			*f.dst = t.UnixNano()
 		}
 	}
+	if sel.from != 0 && sel.to != 0 && sel.to <= sel.from {
+		name := "to"
+		if q.Get("to") == "" {
+			name = "last"
+		}
+		return sel, fmt.Errorf("%s: the range %s to %s is empty", name, time.Unix(0, sel.from).UTC().Format(time.RFC3339), time.Unix(0, sel.to).UTC().Format(time.RFC3339))
+	}
 	sel.namespace = q.Get("k8s.namespace.name")
 	sel.host = q.Get("host.name")
+	sel.version = q.Get("service.version")
 	return sel, nil
 }
+
+// filterKeys are a selection's query parameters, in a stable order.
+var filterKeys = []string{"last", "from", "to", "k8s.namespace.name", "host.name", "service.version"}
 
 // selectionQuery keeps only the filters, in a stable order.
 func selectionQuery(q url.Values) url.Values {
 	out := url.Values{}
-	for _, k := range []string{"last", "from", "to", "k8s.namespace.name", "host.name"} {
+	for _, k := range filterKeys {
 		if s := q.Get(k); s != "" {
 			out.Set(k, s)
 		}
@@ -114,6 +127,7 @@ var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
 <label>to <input name="to" value="{{.Filters.Get "to"}}" placeholder="RFC 3339"></label>
 <label>k8s.namespace.name <input name="k8s.namespace.name" value="{{index .Filters "k8s.namespace.name" | first}}" list="ns"></label>
 <label>host.name <input name="host.name" value="{{index .Filters "host.name" | first}}" list="hosts"></label>
+<label>service.version <input name="service.version" value="{{index .Filters "service.version" | first}}"></label>
 <datalist id="ns">{{range .Namespaces}}<option value="{{.}}">{{end}}</datalist>
 <datalist id="hosts">{{range .Hosts}}<option value="{{.}}">{{end}}</datalist>
 <button type="submit">Filter</button> <a href="./">clear</a>
@@ -121,12 +135,14 @@ var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
 {{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
 {{if not .Services}}<p id="empty">No profiles in the window{{if .Filters}} for these filters{{end}} yet.</p>{{else}}
 <table id="services"><thead><tr><th>#</th><th>service</th><th>samples</th><th>on-CPU share</th><th>profile types</th></tr></thead><tbody>
-{{range $i, $s := .Services}}<tr class="service" data-service="{{$s.Name}}"><td class="n">{{inc $i}}</td><td class="name">{{$s.Name}}</td><td class="n">{{$s.Samples}}</td><td class="n">{{printf "%.1f%%" $s.Share}}</td><td>
+{{range $i, $s := .Services}}<tr class="service" data-service="{{$s.Name}}"><td class="n">{{inc $i}}</td><td class="name">{{$s.Name}}{{if $s.Versions}} <small class="versions">({{range $j, $v := $s.Versions}}{{if $j}}, {{end}}{{$v}}{{end}})</small>{{end}}</td><td class="n">{{$s.Samples}}</td><td class="n">{{printf "%.1f%%" $s.Share}}</td><td>
 {{range $s.Types}}<span class="type" data-type="{{.Key}}">{{.Title}} ({{.Samples}} samples):
 <a class="flamegraph" href="{{ui $s.Name .Key $.Filters}}flamegraph">flame graph</a>
 <a href="{{ui $s.Name .Key $.Filters}}top">top</a>
 <a href="{{ui $s.Name .Key $.Filters}}source">source</a>
-<a class="download" href="{{download $s.Name .Key $.Filters}}">download</a></span><br>
+<a class="download" href="{{download $s.Name .Key $.Filters}}">download</a>
+<a class="compare" href="{{.Compare}}">compare with the previous window</a>
+{{range .Versions}}<a class="compare-version" data-version="{{.This}}" data-base-version="{{.Base}}" href="{{.URL}}">compare {{.This}} with {{.Base}}</a> {{end}}</span><br>
 {{end}}</td></tr>
 {{end}}</tbody></table>{{end}}
 </body></html>
@@ -155,10 +171,41 @@ func (v *view) index(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 	} else {
 		d.Services, d.Namespaces, d.Hosts = v.store.summary(sel)
+		v.compareLinks(d.Services, sel, d.Filters)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := indexTemplate.Execute(w, d); err != nil {
 		v.set.Logger.Debug("profile view: index not written", zapErr(err))
+	}
+}
+
+// compareLinks sets each type's links to its comparisons: with the previous
+// window (absolute times, so the link can be shared) and, for a service
+// with several service.version values, each version against the one before
+// it (sorted by name) over the same range.
+func (v *view) compareLinks(services []*serviceSummary, sel selection, filters url.Values) {
+	this, base := previousWindow(sel, v.store.now(), v.cfg.Window)
+	prev := url.Values{}
+	for _, k := range []string{"k8s.namespace.name", "host.name", "service.version"} {
+		if s := filters.Get(k); s != "" {
+			prev.Set(k, s)
+		}
+	}
+	prev.Set("from", this[0].Format(time.RFC3339))
+	prev.Set("to", this[1].Format(time.RFC3339))
+	prev.Set(basePrefix+"from", base[0].Format(time.RFC3339))
+	prev.Set(basePrefix+"to", base[1].Format(time.RFC3339))
+	for _, s := range services {
+		for i := range s.Types {
+			t := &s.Types[i]
+			t.Compare = comparePath(s.Name, t.Key, prev)
+			for j := 1; j < len(s.Versions); j++ {
+				q := cloneValues(filters)
+				q.Set("service.version", s.Versions[j])
+				q.Set(basePrefix+"service.version", s.Versions[j-1])
+				t.Versions = append(t.Versions, versionLink{This: s.Versions[j], Base: s.Versions[j-1], URL: comparePath(s.Name, t.Key, q)})
+			}
+		}
 	}
 }
 
@@ -197,7 +244,7 @@ func (v *view) render(w http.ResponseWriter, service, ptype string, sel selectio
 	if !v.acquire(w) {
 		return nil
 	}
-	p := v.store.build(service, ptype, sel)
+	p, _ := v.store.build(service, ptype, sel)
 	if p == nil {
 		v.release()
 		http.Error(w, fmt.Sprintf("no %s profile of service %q in the window", ptype, service), http.StatusNotFound)
@@ -264,6 +311,7 @@ func (v *view) ui(w http.ResponseWriter, r *http.Request) {
 	}
 	page := "/" + parts[3]
 	if page == "/download" {
+		// Of a comparison: this side (the compare page links both).
 		v.writeProfile(w, service, ptype, sel)
 		return
 	}
@@ -271,12 +319,32 @@ func (v *view) ui(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	p := v.render(w, service, ptype, sel)
+	var p, base *profile.Profile
+	if isComparison(fq) {
+		c, err := parseComparison(fq, v.store.now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var ok bool
+		if p, base, _, _, ok = v.renderComparison(w, service, ptype, c); !ok {
+			return
+		}
+		defer v.release()
+		handlers, err := pprofDiffHandlers(p, base, service+" · "+ptype, c.normalize)
+		v.servePprof(w, r, page, handlers, err)
+		return
+	}
+	p = v.render(w, service, ptype, sel)
 	if p == nil {
 		return
 	}
 	defer v.release()
 	handlers, err := pprofHandlers(p, service+" · "+ptype)
+	v.servePprof(w, r, page, handlers, err)
+}
+
+func (v *view) servePprof(w http.ResponseWriter, r *http.Request, page string, handlers map[string]http.Handler, err error) {
 	if err != nil {
 		v.set.Logger.Warn("profile view: pprof's UI could not be made", zapErr(err))
 		http.Error(w, "pprof's UI could not be made: "+err.Error(), http.StatusInternalServerError)
@@ -295,12 +363,29 @@ var pprofMu sync.Mutex
 // pprofHandlers runs pprof's driver on p as `pprof -http` would and returns
 // the handlers of its web UI, without a server of its own.
 func pprofHandlers(p *profile.Profile, name string) (map[string]http.Handler, error) {
+	// -normalize=false: pprof keeps its settings between runs, and a
+	// comparison's -normalize would otherwise carry over.
+	return runPprof([]string{"-http=127.0.0.1:1", "-no_browser", "-symbolize=none", "-normalize=false", name}, fetcher{name: p})
+}
+
+// pprofDiffHandlers is pprof's UI of p against base, as `pprof -http
+// -diff_base base [-normalize] p` would show it: pprof marks base's samples,
+// scales p to base's total when normalizing, negates base and merges the
+// two, so its flame graph, top, peek and source show the difference.
+func pprofDiffHandlers(p, base *profile.Profile, name string, normalize bool) (map[string]http.Handler, error) {
+	baseName := "base: " + name
+	args := []string{"-http=127.0.0.1:1", "-no_browser", "-symbolize=none", "-diff_base=" + baseName}
+	args = append(args, "-normalize="+strconv.FormatBool(normalize))
+	return runPprof(append(args, name), fetcher{name: p, baseName: base})
+}
+
+func runPprof(args []string, f fetcher) (map[string]http.Handler, error) {
 	pprofMu.Lock()
 	defer pprofMu.Unlock()
 	var handlers map[string]http.Handler
 	err := driver.PProf(&driver.Options{
-		Flagset: newFlags([]string{"-http=127.0.0.1:1", "-no_browser", "-symbolize=none", name}),
-		Fetch:   fetcher{p},
+		Flagset: newFlags(args),
+		Fetch:   f,
 		UI:      quietUI{},
 		HTTPServer: func(args *driver.HTTPServerArgs) error {
 			handlers = args.Handlers
@@ -313,10 +398,15 @@ func pprofHandlers(p *profile.Profile, name string) (map[string]http.Handler, er
 	return handlers, err
 }
 
-type fetcher struct{ p *profile.Profile }
+// fetcher hands pprof the profiles by their source names.
+type fetcher map[string]*profile.Profile
 
 func (f fetcher) Fetch(src string, _, _ time.Duration) (*profile.Profile, string, error) {
-	return f.p, src, nil
+	p := f[src]
+	if p == nil {
+		return nil, "", fmt.Errorf("no profile %q", src)
+	}
+	return p, src, nil
 }
 
 // quietUI: pprof's messages ("Serving web UI on …") are not the collector's.

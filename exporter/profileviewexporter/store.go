@@ -21,6 +21,7 @@ import (
 // seriesKey names one aggregate: never mixes profile types.
 type seriesKey struct {
 	service, ptype, namespace, host string
+	version                         string // service.version, "" when the profiles carry none
 }
 
 // typeMeta is what a profile type's values are.
@@ -186,6 +187,10 @@ type store struct {
 	now      func() time.Time
 	slots    []*slot // oldest first
 	bytes    int64
+	// capDroppedBefore is the end of the newest slot dropped to stay under
+	// the memory cap (unix ns): a comparison whose side starts before it
+	// would compare a partial range, and is refused.
+	capDroppedBefore int64
 }
 
 func newStore(window time.Duration, maxBytes int64, now func() time.Time) *store {
@@ -259,11 +264,19 @@ func (st *store) add(sl *slot, key seriesKey, meta typeMeta, sk sampleKey, v, ev
 type selection struct {
 	from, to        int64 // unix ns; 0: open
 	namespace, host string
+	version         string // service.version
+	// midpoint: a slot counts when its middle is in [from, to), so the two
+	// adjacent sides of a comparison never share a slot.
+	midpoint bool
 }
 
 // inRange: a slot that overlaps the range counts in full (slots are
-// window/30 wide).
+// window/30 wide); in a comparison, a slot whose middle is in the range.
 func (st *store) inRange(sel selection, sl *slot) bool {
+	if sel.midpoint {
+		mid := sl.start + st.width/2
+		return (sel.from == 0 || mid >= sel.from) && (sel.to == 0 || mid < sel.to)
+	}
 	if sel.from != 0 && sl.start+st.width <= sel.from {
 		return false
 	}
@@ -272,6 +285,9 @@ func (st *store) inRange(sel selection, sl *slot) bool {
 
 func (sel selection) matches(k seriesKey) bool {
 	if sel.namespace != "" && k.namespace != sel.namespace {
+		return false
+	}
+	if sel.version != "" && k.version != sel.version {
 		return false
 	}
 	return sel.host == "" || k.host == sel.host

@@ -12,6 +12,7 @@ type serviceSummary struct {
 	Samples  int64   // samples of every type
 	Share    float64 // of all services' on-CPU time, in percent
 	Types    []typeSummary
+	Versions []string // service.version values, sorted
 
 	cpuFromSamples, cpuFromNanos int64
 }
@@ -19,7 +20,13 @@ type serviceSummary struct {
 type typeSummary struct {
 	Key, Title, Unit string
 	Samples, Total   int64
+	// Compare is the index's link to this type compared with the previous
+	// window; Versions, to each version compared with the one before it.
+	Compare  string
+	Versions []versionLink
 }
+
+type versionLink struct{ This, Base, URL string }
 
 // summary lists the services of the selection, busiest (on-CPU time) first,
 // then by samples, then by name.
@@ -29,6 +36,7 @@ func (st *store) summary(sel selection) (services []*serviceSummary, namespaces,
 	byName := map[string]*serviceSummary{}
 	types := map[string]map[string]*typeSummary{}
 	nsSet, hostSet := map[string]bool{}, map[string]bool{}
+	versions := map[string]map[string]bool{}
 	var allCPU int64
 	for _, sl := range st.slots {
 		if !st.inRange(sel, sl) {
@@ -49,6 +57,10 @@ func (st *store) summary(sel selection) (services []*serviceSummary, namespaces,
 				s = &serviceSummary{Name: k.service}
 				byName[k.service] = s
 				types[k.service] = map[string]*typeSummary{}
+				versions[k.service] = map[string]bool{}
+			}
+			if k.version != "" {
+				versions[k.service][k.version] = true
 			}
 			t := types[k.service][k.ptype]
 			if t == nil {
@@ -77,6 +89,7 @@ func (st *store) summary(sel selection) (services []*serviceSummary, namespaces,
 			s.Types = append(s.Types, *t)
 		}
 		sort.Slice(s.Types, func(i, j int) bool { return s.Types[i].Key < s.Types[j].Key })
+		s.Versions = sortedKeys(versions[name])
 		if allCPU > 0 {
 			s.Share = 100 * float64(s.CPUNanos) / float64(allCPU)
 		}
