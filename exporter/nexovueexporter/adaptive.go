@@ -58,7 +58,8 @@ const (
 	// requests that left evenly arrive unevenly, up to a round trip apart,
 	// and a fleet at 97% of the limit overflowed the ingest's window at 100 ms
 	// (a second 429 episode in every simulated draw; 4% at 100 ms: none).
-	jitterMargin = 0.4
+	jitterMargin    = 0.4
+	maxJitterMargin = 0.2
 	// reclaimAfter and reclaimDoubling: past the plateau, a collector
 	// backed up for reclaimAfter doubles its rate every reclaimDoubling.
 	reclaimAfter    = 3 * time.Second
@@ -113,6 +114,11 @@ func (s *keyState) limitAt(now time.Time) int {
 		s.ad.decreasedAt = time.Time{} // back at the ceiling
 		return s.ceiling
 	}
+	// Less for late answers: requests that leave evenly arrive up to a
+	// round trip apart (see jitterMargin). The usual round trip is that of
+	// the last requests: at a decrease, those of the burst that found the
+	// limit (slow, several in flight); soon, those paced one at a time.
+	r *= 1 - math.Min(jitterMargin*s.rtt.usual().Seconds(), maxJitterMargin)
 	return max(1, int(r))
 }
 
@@ -224,9 +230,9 @@ func (s *keyState) throttled(left time.Time) float64 {
 		// ingest, a queue draining): lower the rate itself.
 		rate = current
 	}
-	// Every episode lowers the rate by decreaseMargin at least, and more
-	// the later the answers come (see jitterMargin).
-	rate = math.Min(current, rate) * (1 - decreaseMargin - jitterMargin*s.rtt.usual().Seconds())
+	// Every episode lowers the rate by decreaseMargin at least (limitAt
+	// takes jitterMargin off it).
+	rate = math.Min(current, rate) * (1 - decreaseMargin)
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
 	s.ad.rate0 = rate
 	s.ad.decreasedAt = now

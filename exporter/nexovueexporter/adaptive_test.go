@@ -310,15 +310,22 @@ func TestRoundTripsUsualIsTheNinetiethPercentile(t *testing.T) {
 	assert.Equal(t, time.Second, r.usual(), "5 slow answers of 32: more than the slowest 10%")
 }
 
-func TestAdaptiveDecreaseTakesMoreForLateAnswers(t *testing.T) {
+func TestAdaptiveRateTakesMoreForLateAnswers(t *testing.T) {
 	// Answers after 100 ms: requests that left evenly may arrive up to
-	// that much closer together, so the rate goes 4% further down.
+	// that much closer together, so the rate is 4% lower; once the answers
+	// come after 5 ms (the requests paced one at a time), 0.2%.
 	s, clock := newPacedState(t, 20_000)
 	for range 32 {
 		s.rtt.add(100 * time.Millisecond)
 	}
 	acceptSteadily(s, clock)
-	assert.InDelta(t, 2500*(1-decreaseMargin-jitterMargin*0.1), s.throttled(clock.t), 1)
+	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+	rate0 := 2500 * (1 - decreaseMargin) * paceWindow.Seconds()
+	assert.InDelta(t, rate0*(1-jitterMargin*0.1), s.maxSamples(), 1)
+	for range 32 {
+		s.rtt.add(5 * time.Millisecond)
+	}
+	assert.InDelta(t, rate0*(1-jitterMargin*0.005), s.maxSamples(), 1)
 }
 
 // backUp books n requests of 500 samples that wait to leave.
