@@ -237,7 +237,7 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 # Kubernetes tests ran after the end-to-end ones until 2026-12-04, because a
 # pod created after their API server's restart was once not enriched beside
 # them; the cause was the test's launch of the pod's process (it entered its
-# cgroup after the profiler had met it, see distributions/README.md), not
+# cgroup after the profiler had met it, see docs/development.md), not
 # the load.
 E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys

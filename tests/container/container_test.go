@@ -119,7 +119,7 @@ func TestContainerImageProfilesHost(t *testing.T) {
 	}{
 		// The docs' command.
 		{"privileged", []string{"--privileged"}},
-		// The least-privilege variant (distributions/README.md,
+		// The least-privilege variant (docs/security.md,
 		// kubernetes/least-privilege): no SYS_RESOURCE on Linux 5.11+.
 		{"least-privilege", []string{
 			"--cap-drop=ALL", "--cap-add=BPF,PERFMON,SYS_PTRACE,SYSLOG,CHECKPOINT_RESTORE",

@@ -22,11 +22,11 @@ import (
 
 var recipeBlock = regexp.MustCompile("(?s)<!-- recipe: ([a-z0-9-]+) -->\\s*```yaml\\n(.*?)```")
 
-// recipes returns the YAML blocks of distributions/README.md marked
+// recipes returns the YAML blocks of docs/configure.md marked
 // `<!-- recipe: name -->`, parsed, by name.
 func recipes(t *testing.T) map[string]map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "distributions", "README.md"))
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "docs", "configure.md"))
 	require.NoError(t, err)
 	out := map[string]map[string]any{}
 	for _, m := range recipeBlock.FindAllStringSubmatch(string(data), -1) {
@@ -35,7 +35,7 @@ func recipes(t *testing.T) map[string]map[string]any {
 		out[m[1]] = y
 	}
 	for _, name := range []string{"filter-namespace", "filter-executable", "transform-environment", "signal-to-metrics-count"} {
-		require.Contains(t, out, name, "distributions/README.md lost the recipe %s", name)
+		require.Contains(t, out, name, "docs/configure.md lost the recipe %s", name)
 	}
 	return out
 }
@@ -65,7 +65,7 @@ func withValue(t *testing.T, c any, old, new string) any {
 	return out
 }
 
-// TestRecipes runs the recipes of distributions/README.md as written in the
+// TestRecipes runs the recipes of docs/configure.md as written in the
 // built binary: OTLP in, the filters, the transform and signal_to_metrics,
 // file exporters out. Exactly the namespace's and the executable's
 // profiles are dropped, every other one arrives with

@@ -34,8 +34,8 @@ func TestKubernetesMultiKey(t *testing.T) {
 	burner := buildBurner(t)
 	noEnv := []string{"OTEL_SERVICE_NAME=", "OTEL_RESOURCE_ATTRIBUTES="}
 
-	// The service of each pod is its Deployment (distributions/README.md,
-	// "Service names on Kubernetes"); the key its namespace's team's.
+	// The service of each pod is its Deployment (docs/service-names.md,
+	// "On Kubernetes"); the key its namespace's team's.
 	teams := []struct{ key, name, namespace, deployment string }{
 		{"nxv-k8s-payments-key", "payments", "payments", "pay-api"},
 		{"nxv-k8s-search-key", "search", "search-eu", "indexer"},
