@@ -328,6 +328,18 @@ func TestAdaptiveRateTakesMoreForLateAnswers(t *testing.T) {
 	assert.InDelta(t, rate0*(1-jitterMargin*0.005), s.maxSamples(), 1)
 }
 
+// atThePlateausEnd is a state lowered to 2,500 samples/s less
+// decreaseMargin by a 429, its clock at the end of the plateau; rate0 is
+// its limit per window.
+func atThePlateausEnd(t *testing.T) (s *keyState, clock *virtualClock, rate0 int) {
+	s, clock = newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	rate0 = s.maxSamples()
+	clock.t = clock.t.Add(plateau)
+	return s, clock, rate0
+}
+
 // backUp books n requests of 500 samples that wait to leave.
 func backUp(s *keyState, n int) []uint64 {
 	ids := make([]uint64, n)
@@ -367,11 +379,7 @@ func TestAdaptiveReclaimsWhenBackedUpPastThePlateau(t *testing.T) {
 }
 
 func TestAdaptiveDoesNotReclaimWhenNotBackedUp(t *testing.T) {
-	s, clock := newPacedState(t, 20_000)
-	acceptSteadily(s, clock)
-	s.throttled(clock.t)
-	rate0 := s.maxSamples()
-	clock.t = clock.t.Add(plateau)
+	s, clock, rate0 := atThePlateausEnd(t)
 
 	// Ten requests waited once; three fewer now (the backlog drains): the
 	// rate follows the probe's curve only.
@@ -384,11 +392,7 @@ func TestAdaptiveDoesNotReclaimWhenNotBackedUp(t *testing.T) {
 }
 
 func TestAdaptiveDoesNotReclaimWhileTheGateIsClosed(t *testing.T) {
-	s, clock := newPacedState(t, 20_000)
-	acceptSteadily(s, clock)
-	s.throttled(clock.t)
-	rate0 := s.maxSamples()
-	clock.t = clock.t.Add(plateau)
+	s, clock, rate0 := atThePlateausEnd(t)
 	backUp(s, 10)
 	limitAfter(s, clock, reclaimAfter)
 	s.closeGate(clock.t.Add(2 * time.Second))
@@ -396,10 +400,7 @@ func TestAdaptiveDoesNotReclaimWhileTheGateIsClosed(t *testing.T) {
 }
 
 func TestAdaptiveA429WhileReclaimingHalvesTheReclaimedRate(t *testing.T) {
-	s, clock := newPacedState(t, 20_000)
-	acceptSteadily(s, clock)
-	s.throttled(clock.t)
-	clock.t = clock.t.Add(plateau)
+	s, clock, _ := atThePlateausEnd(t)
 	backUp(s, 10)
 	reclaimed := limitAfter(s, clock, reclaimAfter+2*reclaimDoubling)
 	require.Less(t, reclaimed, s.ceiling)
