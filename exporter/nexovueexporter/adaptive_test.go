@@ -242,6 +242,8 @@ func TestAdaptedPacingSpreadsARequestThatWaitedForTheOneInFlight(t *testing.T) {
 	clock.t = clock.t.Add(time.Second) // a slow answer
 	s.answered(first)
 	s.phase = func() float64 { return 0.5 }
+	// The slow answer is the usual round trip now: the rate is lower (jitterMargin).
+	share = float64(paceWindow) * 190 / float64(s.maxSamples())
 	_, wait = s.rebook(second, 190)
 	assert.InDelta(t, share/4, float64(wait), float64(time.Microsecond))
 }
@@ -270,7 +272,9 @@ func TestAdaptedPacingSpacesAfterALaterBookingThatLeft(t *testing.T) {
 // from when the request left.
 func TestAdaptedPacingSpacesASlowAnswerFromTheAnswer(t *testing.T) {
 	s, clock := throttledAt1000(t, 0)
-	share := time.Duration(float64(paceWindow) * 190 / float64(s.maxSamples()))
+	// The rate follows the round trips (jitterMargin): the share is read
+	// when a request is booked.
+	share := func() time.Duration { return time.Duration(float64(paceWindow) * 190 / float64(s.maxSamples())) }
 	const usual = 5 * time.Millisecond
 	send := func(rtt time.Duration) {
 		t.Helper()
@@ -283,14 +287,16 @@ func TestAdaptedPacingSpacesASlowAnswerFromTheAnswer(t *testing.T) {
 	for range 10 {
 		send(usual)
 	}
+	expected := share() - usual
 	_, wait := s.reserve(190)
-	assert.InDelta(t, float64(share-usual), float64(wait), float64(time.Microsecond), "after a usual answer: spaced from when the request left")
+	assert.InDelta(t, float64(expected), float64(wait), float64(time.Microsecond), "after a usual answer: spaced from when the request left")
 	s.cancel(s.nextID)
 
 	send(100 * time.Millisecond)
+	expected = share() - usual
 	_, wait = s.reserve(190)
-	assert.InDelta(t, float64(share-usual), float64(wait), float64(time.Microsecond),
-		"after a slow answer: spaced from the answer less the usual round trip (from when it left: %s)", share-100*time.Millisecond)
+	assert.InDelta(t, float64(expected), float64(wait), float64(time.Microsecond),
+		"after a slow answer: spaced from the answer less the usual round trip (from when it left: %s)", expected+usual-100*time.Millisecond)
 }
 
 // TestRoundTripsUsualIsTheNinetiethPercentile: of the last 32 round trips,

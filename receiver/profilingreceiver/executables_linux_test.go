@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,16 +34,23 @@ func TestExecutableHolderKeepsTheFileAfterExit(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := libpf.PID(cmd.Process.Pid)
 	pr := process.New(pid, pid)
-	// cmd.Start returns once exec has run: the executable is mapped.
+	// cmd.Start returns once exec has run, but a clean-clone make test once
+	// read the process's maps without the executable's mapping yet: look
+	// again until it is there, for 10 s at most.
 	var m *process.RawMapping
-	_, _ = pr.IterateMappings(func(rm process.RawMapping) bool {
-		if rm.IsExecutable() && rm.Path == sleep {
-			rm.Path = libpf.Intern(rm.Path).String()
-			m = &rm
-			return false
+	for deadline := time.Now().Add(10 * time.Second); m == nil && time.Now().Before(deadline); {
+		_, _ = pr.IterateMappings(func(rm process.RawMapping) bool {
+			if rm.IsExecutable() && rm.Path == sleep {
+				rm.Path = libpf.Intern(rm.Path).String()
+				m = &rm
+				return false
+			}
+			return true
+		})
+		if m == nil {
+			time.Sleep(10 * time.Millisecond)
 		}
-		return true
-	})
+	}
 	require.NotNil(t, m, "%s not mapped executable by its process", sleep)
 	id, err := libpf.FileIDFromExecutableFile(sleep)
 	require.NoError(t, err)
