@@ -53,11 +53,12 @@ const (
 	measureSpan = 5 * time.Second
 	// keepAccepted is how long accepted requests are remembered.
 	keepAccepted = measureSpan + paceWindow
-	// jitterMargin is taken off the rate on a decrease for each second of
-	// the usual round trip (its 90th percentile), on top of decreaseMargin:
-	// requests that left evenly arrive unevenly, up to a round trip apart,
-	// and a fleet at 97% of the limit overflowed the ingest's window at 100 ms
-	// (a second 429 episode in every simulated draw; 4% at 100 ms: none).
+	// jitterMargin is taken off the adapted rate for each second of the
+	// usual round trip of the last requests (its 90th percentile), at most
+	// maxJitterMargin: requests that left evenly arrive unevenly, up to a
+	// round trip apart, and a fleet at 97% of the limit overflowed the
+	// ingest's window at 100 ms (a second 429 episode in every simulated
+	// draw; 4% at 100 ms: none).
 	jitterMargin    = 0.4
 	maxJitterMargin = 0.2
 	// reclaimAfter and reclaimDoubling: past the plateau, a collector
@@ -111,7 +112,9 @@ func (s *keyState) limitAt(now time.Time) int {
 		r = s.reclaim(now, r)
 	}
 	if r >= float64(s.ceiling) {
-		s.ad.decreasedAt = time.Time{} // back at the ceiling
+		// Back at the ceiling: the next 429 is a first decrease again.
+		s.ad.decreasedAt = time.Time{}
+		s.ad.reclaimed, s.ad.reclaimedAt, s.ad.backedUpSince = 0, time.Time{}, time.Time{}
 		return s.ceiling
 	}
 	// Less for late answers: requests that leave evenly arrive up to a

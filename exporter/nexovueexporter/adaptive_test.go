@@ -382,6 +382,11 @@ func TestAdaptiveReclaimsWhenBackedUpPastThePlateau(t *testing.T) {
 	assert.Greater(t, fast, 3*rate0, "backed up for reclaimAfter and two doublings: the rate is not reclaimed")
 	assert.Less(t, fast, 5*rate0)
 	assert.Equal(t, s.ceiling, limitAfter(s, clock, 2*time.Second), "reclaiming reaches the ceiling")
+
+	// Back at the ceiling, the next 429 is a first decrease: to what the
+	// ingest accepted, not to half the ceiling.
+	acceptEvery(s, clock, 40, 50*time.Millisecond) // 10,000 samples/s
+	assert.InDelta(t, 10_000*(1-decreaseMargin), s.throttled(clock.t), 1)
 }
 
 func TestAdaptiveDoesNotReclaimWhenNotBackedUp(t *testing.T) {
