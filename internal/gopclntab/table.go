@@ -161,6 +161,12 @@ type Header struct {
 	// of the first function and of the last one's end, which TextStart
 	// plus the table's entries must give (else ErrNoTextStart).
 	MinPC, MaxPC uint64
+	// TextSectionSize, when not 0, tells that TextStart is the .text
+	// section's address, for want of a better source, and is its size:
+	// the table's code must fill it (at most maxTextPadding bytes after
+	// its last function), else ErrNoTextStart (C code linked in could be
+	// before it).
+	TextSectionSize uint64
 
 	// steps, when set (by tests), is given the pc-value entries decoded
 	// while reading the table (when it fails too).
@@ -311,7 +317,9 @@ func parse(r io.ReaderAt, size int64, h Header, lim Limits) (*Table, error) {
 	if t.textEnd <= prev {
 		return nil, ErrMalformed
 	}
-	if h.MinPC != 0 && (t.textStart+uint64(t.funcs[0].entry) != h.MinPC || t.TextEnd() != h.MaxPC) {
+	switch {
+	case h.MinPC != 0 && (t.textStart+uint64(t.funcs[0].entry) != h.MinPC || t.TextEnd() != h.MaxPC),
+		h.MinPC == 0 && h.TextSectionSize != 0 && (t.funcs[0].entry != 0 || h.TextSectionSize < uint64(t.textEnd) || h.TextSectionSize-uint64(t.textEnd) > maxTextPadding):
 		// The text start found is not the one the entries are
 		// offsets from: every frame would be another function's.
 		return nil, ErrNoTextStart
