@@ -14,9 +14,11 @@
 // and internal/abi/symtab.go. Older layouts are refused (ErrUnsupported).
 //
 // Everything read from the file is treated as hostile: every offset is
-// checked before use, every walk is bounded, and what is kept is bounded by
+// checked before use, every walk is bounded (a function's pc-value walks by
+// its code, the reading's all together by the size of the pc-value tables,
+// a lookup's by maxLookupSteps), and what is kept is bounded by
 // Limits.MaxBytes, so a malformed table gives errors and fewer frames, never
-// a panic nor more memory.
+// a panic nor more memory or time.
 package gopclntab // import "github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 
 import (
