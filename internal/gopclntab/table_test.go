@@ -5,12 +5,15 @@ package gopclntab
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,8 +169,8 @@ type builds struct {
 
 var inlBuilds, extBuilds builds
 
-// get builds each variant (name: go build's flags) with CGO_ENABLED=cgo,
-// the first time, and returns their directory.
+// get builds testdata/inl, each variant (name: go build's flags) with
+// CGO_ENABLED=cgo, the first time, and returns their directory.
 func (b *builds) get(t *testing.T, cgo string, variants map[string][]string) string {
 	t.Helper()
 	b.once.Do(func() {
@@ -175,14 +178,29 @@ func (b *builds) get(t *testing.T, cgo string, variants map[string][]string) str
 		if b.err != nil {
 			return
 		}
-		for name, flags := range variants {
+		build := func(name string) error {
+			flags := variants[name]
 			cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", filepath.Join(b.dir, name), ".")...)
 			cmd.Dir = "testdata/inl"
 			cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=-trimpath")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				b.err = fmt.Errorf("go build %q: %v: %s", flags, err, out)
-				return
+				return fmt.Errorf("go build %q: %v: %s", flags, err, out)
 			}
+			return nil
+		}
+		// The first alone (with an empty build cache it compiles the
+		// standard library), the others at once: their links (gcc's,
+		// for cgo) are the most of them.
+		names := slices.Sorted(maps.Keys(variants))
+		if b.err = build(names[0]); b.err != nil {
+			return
+		}
+		errs := make(chan error, len(names))
+		for _, name := range names[1:] {
+			go func() { errs <- build(name) }()
+		}
+		for range names[1:] {
+			b.err = errors.Join(b.err, <-errs)
 		}
 	})
 	require.NoError(t, b.err)

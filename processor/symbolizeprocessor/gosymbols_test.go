@@ -268,24 +268,13 @@ func (p goProgram) nativeBatch(pid int) (pprofile.Profiles, []int32) {
 // frames typed native are named from it (main.main), not left unnamed;
 // the table is counted too_large.
 func TestGoNativeFramesWhenGoTableDoesNotFit(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatalf("gcc is needed to build a cgo program (make machine-prereqs): %v", err)
-	}
-	dir := t.TempDir()
 	var src strings.Builder
 	src.WriteString("package main\n\n/*\n")
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(&src, "int nxv_%04d_%s(int a) { return a * %d; }\n", i, strings.Repeat("x", 2000), i)
 	}
-	src.WriteString("*/\nimport \"C\"\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"nxv\") }\n")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module gonofit\n\ngo 1.26\n"), 0o644))
-	bin := filepath.Join(dir, "gonofit")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	src.WriteString("*/\nimport \"C\"\n\nfunc main() { println(\"nxv\") }\n")
+	bin := buildCgoProgram(t, "gonofit", src.String())
 
 	f, err := os.Open(bin)
 	require.NoError(t, err)
@@ -407,15 +396,7 @@ func TestGoSymtabReadOnce(t *testing.T) {
 // so its table is refused, counted unknown_go_text, and its Go frames stay
 // as the profiler named them.
 func TestGoTextUnknownCounted(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatalf("gcc is needed to link a Go program externally (make machine-prereqs): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "goinl-external")
-	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=pie", "-ldflags=-s -w -linkmode=external", "-o", bin, ".")
-	cmd.Dir = filepath.Join("testdata", "src", "goinl")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildCgoProgram(t, "goexternal", "package main\n\nfunc main() { println(\"nxv\") }\n", "-buildmode=pie", "-ldflags=-s -w -linkmode=external")
 	for _, sec := range []string{".go.module", ".rela.dyn"} {
 		overwriteSection(t, bin, sec, func(b []byte) { clear(b) })
 	}
@@ -423,14 +404,36 @@ func TestGoTextUnknownCounted(t *testing.T) {
 	b := newProfileBuilder()
 	m := b.mapping(mappingSpec{name: filepath.Base(bin), start: start, end: end, offset: off, htlhash: fileID(t, bin)})
 	li := b.location(m, start+0x400, "go")
-	b.dict.LocationTable().At(int(li)).Lines().AppendEmpty().SetFunctionIndex(b.function("main.main", "", "goinl/main.go"))
+	b.dict.LocationTable().At(int(li)).Lines().AppendEmpty().SetFunctionIndex(b.function("main.main", "", "goexternal/main.go"))
 	b.process(0, bin, []int32{li}) // not run: its file on the host
 	tt := componenttest.NewTelemetry()
 	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
 	p := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
 	process(t, p, b.pd)
-	assert.Equal(t, []goLine{{"main.main", "goinl/main.go", 0, 0}}, goLines(b.pd, li))
+	assert.Equal(t, []goLine{{"main.main", "goexternal/main.go", 0, 0}}, goLines(b.pd, li))
 	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "unknown_go_text"))},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// buildCgoProgram builds a Go program of one file (src, importing no
+// package but C: with cgo, what it uses of the standard library is
+// compiled again; the less, the less that costs with an empty build
+// cache) with gcc, CGO_ENABLED=1 and flags, and returns its path. gcc is a
+// machine prerequisite (make machine-prereqs): without it the test fails.
+func buildCgoProgram(t *testing.T, name, src string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatalf("gcc is needed to build a cgo program (make machine-prereqs): %v", err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+name+"\n\ngo 1.26\n"), 0o644))
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", append(append([]string{"build", "-trimpath", "-o", bin}, flags...), ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }
