@@ -9,7 +9,8 @@
 # kustomize is on PATH (the manifests test renders the kustomizations with
 # either; Debian ships no kubectl), and the runtimes of the language coverage
 # test (gcc, g++, python3, nodejs, the JDK, PHP, Perl, Ruby, Erlang), libc's
-# debug file (libc6-dbg) and binutils for the symbolize processor, and what
+# debug file (libc6-dbg) and binutils for the symbolize processor, lld (a Go
+# binary linked externally by lld, internal/gopclntab), and what
 # internal/debugfile's tests use: Debian's debuginfod server, xz and
 # libbinutils-dbg (DWZ-compressed debug info), and chromium (the profile
 # view's browser tests drive it headless). Idempotent.
@@ -43,6 +44,7 @@ declare -A need=(
 	[ip]=iproute2
 	[xz]=xz-utils
 	[objcopy]=binutils
+	[ld.lld]=lld
 	[chromium]=chromium
 )
 pkgs=()

@@ -15,10 +15,13 @@ type synthFunc struct {
 	name      string
 	size      uint32
 	startLine int32
-	lines     []int32 // pc-value (pc += 4 per entry): line
-	inl       []int32 // pc-value (pc += 4 per entry): inline tree index (-1 none)
+	lines     []int32 // pc-value (pc += lineStep per entry): line
+	inl       []int32 // pc-value (pc += inlStep per entry): inline tree index (-1 none)
 	tree      [][3]int32
 	treeNames []string // names of tree records, in order
+	// lineStep and inlStep are the bytes of code per entry of the lines'
+	// and the inline index's tables (0: 4).
+	lineStep, inlStep uint64
 }
 
 // synth writes a Go 1.20 table (little-endian, 64-bit, quantum 1) and the
@@ -55,7 +58,12 @@ func synth(funcs []synthFunc) (tab, gofunc []byte) {
 		pctab = append(pctab, 0)
 		return off
 	}
-	pv := func(vals []int32) uint32 { return pvStep(vals, 4) }
+	orFour := func(step uint64) uint64 {
+		if step == 0 {
+			return 4
+		}
+		return step
+	}
 	var recs []byte
 	functab := []byte{}
 	entry := uint32(0)
@@ -77,11 +85,11 @@ func synth(funcs []synthFunc) (tab, gofunc []byte) {
 		le.PutUint32(rec[funcEntryOff:], entry)
 		le.PutUint32(rec[funcNameOff:], addName(f.name))
 		le.PutUint32(rec[funcPcfile:], pvStep([]int32{0}, uint64(f.size)))
-		le.PutUint32(rec[funcPcln:], pv(f.lines))
+		le.PutUint32(rec[funcPcln:], pvStep(f.lines, orFour(f.lineStep)))
 		le.PutUint32(rec[funcNpcdata:], 3)
 		le.PutUint32(rec[funcStartLine:], uint32(f.startLine))
 		rec[funcNfuncdata] = 4
-		le.PutUint32(rec[funcFixedSize+4*2:], pv(f.inl))
+		le.PutUint32(rec[funcFixedSize+4*2:], pvStep(f.inl, orFour(f.inlStep)))
 		for j := 0; j < 4; j++ {
 			le.PutUint32(rec[funcFixedSize+12+4*j:], ^uint32(0))
 		}
@@ -130,12 +138,7 @@ func synthSeed() (tab, gofunc []byte) {
 }
 
 func parseSynth(tab, gofunc []byte, maxBytes int) (*Table, error) {
-	return Parse(tab, Header{ReadGoFunc: func(off uint64, n int) ([]byte, error) {
-		if off > uint64(len(gofunc)) || uint64(n) > uint64(len(gofunc))-off {
-			return nil, ErrMalformed
-		}
-		return gofunc[off : off+uint64(n)], nil
-	}}, Limits{MaxBytes: maxBytes, SectionBytes: maxBytes})
+	return Parse(tab, Header{ReadGoFunc: goFuncOf(gofunc)}, Limits{MaxBytes: maxBytes, SectionBytes: maxBytes})
 }
 
 // TestSynthetic: the inline tree of a table laid out as the linker does.
@@ -185,6 +188,10 @@ func FuzzParse(f *testing.F) {
 	loop := append([]byte(nil), gofunc...)
 	binary.LittleEndian.PutUint32(loop[16+inlParentPc:], 8) // mix's parent is itself
 	f.Add(tab, loop, uint64(0x100b))
+	shared, sharedGofunc := sharedInlineTable(64, 512)
+	f.Add(shared, sharedGofunc, uint64(0x1000))
+	deep, deepGofunc := deepInlineChain()
+	f.Add(deep, deepGofunc, uint64(0x1005))
 	f.Fuzz(func(t *testing.T, tab, gofunc []byte, pc uint64) {
 		const limit = 1 << 20
 		tb, err := parseSynth(tab, gofunc, limit)

@@ -14,9 +14,11 @@
 // and internal/abi/symtab.go. Older layouts are refused (ErrUnsupported).
 //
 // Everything read from the file is treated as hostile: every offset is
-// checked before use, every walk is bounded, and what is kept is bounded by
+// checked before use, every walk is bounded (a function's pc-value walks by
+// its code, the reading's all together by the size of the pc-value tables,
+// a lookup's by maxLookupSteps), and what is kept is bounded by
 // Limits.MaxBytes, so a malformed table gives errors and fewer frames, never
-// a panic nor more memory.
+// a panic nor more memory or time.
 package gopclntab // import "github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 
 import (
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +41,11 @@ var (
 	ErrMalformed = errors.New("gopclntab: malformed table")
 	// ErrTooLarge: keeping the table would take more than Limits.MaxBytes.
 	ErrTooLarge = errors.New("gopclntab: table larger than allowed")
+	// ErrNoTextStart: the address function entries are offsets from
+	// (runtime.text) cannot be found, or does not match the moduledata's
+	// first function (a stripped binary linked externally, whose .text
+	// begins with C code, gives no other).
+	ErrNoTextStart = errors.New("gopclntab: runtime.text not found")
 )
 
 const (
@@ -61,10 +69,23 @@ const (
 	inlNameOff       = 4
 	inlParentPc      = 8
 	inlStartLine     = 12
+	inlParentIdx     = 0       // in the copy kept: the parent's index (see readInlineTrees)
 	maxInlineDepth   = 64      // inlined calls followed per address
-	maxPCValueSteps  = 1 << 20 // entries of one pc-value table decoded per lookup
+	maxLookupSteps   = 1 << 20 // pc-value entries decoded per lookup, its three tables together
 	maxNameLen       = 4096    // a function or file name longer than this is cut
 	maxInlTreeLength = 1 << 16 // records of one function's inline tree
+
+	// loadStepsPerByte bounds the pc-value entries the reading of the
+	// inline trees decodes, all functions together, per byte of the
+	// pc-value tables. An entry takes two bytes at least, and only the
+	// inline-index tables are walked, twice (their length, then their
+	// parents): a table walked once per function that uses it stays
+	// below one step per byte (0.12 to 0.16 for the test binary, the Go
+	// compiler and the collector). Functions that share one long table
+	// (the linker shares identical tables; a hostile file, one for all)
+	// cannot make it more: the reading stops, ErrMalformed.
+	loadStepsPerByte = 2
+	loadStepsMin     = 1 << 16
 )
 
 // Limits bound what a table keeps.
@@ -110,6 +131,9 @@ type Table struct {
 	// NoInlineTrees tells that the binary's inline trees could not be
 	// found (its go:func.* data): frames are the physical functions only.
 	NoInlineTrees bool
+
+	// loadSteps is the pc-value entries decoded while reading the table.
+	loadSteps int
 }
 
 // funcRec is what a lookup needs of a _func record.
@@ -135,6 +159,20 @@ type Header struct {
 	// ReadGoFunc reads n bytes of the binary's go:func.* data at offset
 	// off; nil when it could not be found (no inline trees).
 	ReadGoFunc func(off uint64, n int) ([]byte, error)
+	// MinPC and MaxPC, when not 0, are the moduledata's: the addresses
+	// of the first function and of the last one's end, which TextStart
+	// plus the table's entries must give (else ErrNoTextStart).
+	MinPC, MaxPC uint64
+	// TextSectionSize, when not 0, tells that TextStart is the .text
+	// section's address, for want of a better source, and is its size:
+	// the table's code must fill it (at most maxTextPadding bytes after
+	// its last function), else ErrNoTextStart (C code linked in could be
+	// before it).
+	TextSectionSize uint64
+
+	// steps, when set (by tests), is given the pc-value entries decoded
+	// while reading the table (when it fails too).
+	steps *int
 }
 
 // Parse reads a table from data, the bytes of .gopclntab (copied: data is
@@ -229,8 +267,10 @@ func parse(r io.ReaderAt, size int64, h Header, lim Limits) (*Table, error) {
 		}
 		entry := order.Uint32(fe)
 		off := uint64(order.Uint32(fe[4:]))
-		if entry < prev {
-			return nil, ErrMalformed // the binary search needs them in order
+		if i > 0 && entry <= prev {
+			// The binary search needs them in order, and every function
+			// a range of its own: its pc-value walks stop at its end.
+			return nil, ErrMalformed
 		}
 		prev = entry
 		if off > pclnLen || pclnLen-off < funcFixedSize {
@@ -276,8 +316,15 @@ func parse(r io.ReaderAt, size int64, h Header, lim Limits) (*Table, error) {
 		return nil, ErrMalformed
 	}
 	t.textEnd = order.Uint32(fe)
-	if t.textEnd < prev {
+	if t.textEnd <= prev {
 		return nil, ErrMalformed
+	}
+	switch {
+	case h.MinPC != 0 && (t.textStart+uint64(t.funcs[0].entry) != h.MinPC || t.TextEnd() != h.MaxPC),
+		h.MinPC == 0 && h.TextSectionSize != 0 && (t.funcs[0].entry != 0 || h.TextSectionSize < uint64(t.textEnd) || h.TextSectionSize-uint64(t.textEnd) > maxTextPadding):
+		// The text start found is not the one the entries are
+		// offsets from: every frame would be another function's.
+		return nil, ErrNoTextStart
 	}
 	if h.ReadGoFunc == nil {
 		t.NoInlineTrees = true
@@ -286,7 +333,11 @@ func parse(r io.ReaderAt, size int64, h Header, lim Limits) (*Table, error) {
 		}
 		return t, nil
 	}
-	if err := t.readInlineTrees(h.ReadGoFunc, lim.MaxBytes-kept); err != nil {
+	err = t.readInlineTrees(h.ReadGoFunc, lim.MaxBytes-kept)
+	if h.steps != nil {
+		*h.steps = t.loadSteps
+	}
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -303,7 +354,9 @@ type window struct {
 	buf  []byte
 }
 
-// read returns n bytes at off (valid until the next read).
+// read returns n bytes at off (valid until the next read). Bytes the
+// reader does not have (a file shorter than its section says) are an
+// error, io.ErrUnexpectedEOF: never bytes of an earlier window.
 func (w *window) read(off uint64, n int) ([]byte, error) {
 	if w.buf != nil && off >= w.off && off-w.off <= uint64(len(w.buf)) && uint64(n) <= uint64(len(w.buf))-(off-w.off) {
 		return w.buf[off-w.off : off-w.off+uint64(n)], nil
@@ -316,37 +369,70 @@ func (w *window) read(off uint64, n int) ([]byte, error) {
 		w.buf = make([]byte, m)
 	}
 	w.buf = w.buf[:m]
-	if _, err := w.r.ReadAt(w.buf, int64(off)); err != nil && !errors.Is(err, io.EOF) {
+	got, err := w.r.ReadAt(w.buf, int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
 		w.buf = nil
 		return nil, err
 	}
-	w.off = off
+	w.buf, w.off = w.buf[:got], off
+	if got < n {
+		return nil, io.ErrUnexpectedEOF
+	}
 	return w.buf[:n], nil
 }
 
 // readInlineTrees copies each function's inline tree (as many records as
-// its PCDATA_InlTreeIndex table refers to) from the go:func.* data.
+// its PCDATA_InlTreeIndex table refers to) from the go:func.* data, into
+// one buffer of the trees' exact size, and writes into each record kept
+// (over its funcID and padding, which lookups do not use) the index of its
+// parent: the inline index at its parentPc (-1: the physical function;
+// badParent: a parentPc outside the function). A lookup then follows the
+// chain of inlined calls without walking a table again. Each walk stops at
+// the function's end, and all of them at loadStepsPerByte steps per byte
+// of the pc-value tables (ErrMalformed).
 func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), budget int) error {
+	steps := max(loadStepsPerByte*len(t.pctab), loadStepsMin)
+	defer func() { t.loadSteps = max(loadStepsPerByte*len(t.pctab), loadStepsMin) - steps }()
+	// Each tree's length: one past the largest index the function's table
+	// uses. Until the trees are read, inlAt is the tree's offset in
+	// go:func.*, inlLen its length.
+	total := 0
 	for i := range t.funcs {
 		f := &t.funcs[i]
-		off := f.inlAt
-		f.inlAt = 0
-		if off == ^uint32(0) || f.inlIndex == 0 {
+		if f.inlAt == ^uint32(0) || f.inlIndex == 0 {
+			f.inlLen = 0
 			continue
 		}
-		// The tree's length: one past the largest index the function's
-		// table uses.
 		maxIdx := int32(-1)
-		t.walkPCValue(f.inlIndex, t.textStart+uint64(f.entry), ^uint64(0), func(v int32) { maxIdx = max(maxIdx, v) })
+		if !t.walkPCValue(f.inlIndex, t.textStart+uint64(f.entry), t.textStart+uint64(t.end(i)), &steps, func(_, _ uint64, v int32) bool {
+			maxIdx = max(maxIdx, v)
+			return true
+		}) && steps <= 0 {
+			return ErrMalformed
+		}
 		if maxIdx < 0 {
+			f.inlLen = 0
 			continue
 		}
 		n := int(maxIdx) + 1
 		if n > maxInlTreeLength {
 			return ErrMalformed
 		}
-		if len(t.inl)+n*inlCallSize > budget || len(t.inl)+n*inlCallSize > 1<<32-1 {
+		f.inlLen = uint32(n)
+		total += n * inlCallSize
+		if total > budget || total > 1<<32-1 {
 			return ErrTooLarge
+		}
+	}
+	t.inl = make([]byte, total)
+	at := 0
+	var targets []uint64
+	for i := range t.funcs {
+		f := &t.funcs[i]
+		off, n := f.inlAt, int(f.inlLen)
+		f.inlAt, f.inlLen = 0, 0
+		if n == 0 {
+			continue
 		}
 		b, err := read(uint64(off), n*inlCallSize)
 		if err != nil || len(b) != n*inlCallSize {
@@ -354,12 +440,42 @@ func (t *Table) readInlineTrees(read func(off uint64, n int) ([]byte, error), bu
 			// own, without inlined calls.
 			continue
 		}
-		f.inlAt, f.inlLen = uint32(len(t.inl)), uint32(n)
-		t.inl = append(t.inl, b...)
+		tree := t.inl[at : at+n*inlCallSize]
+		copy(tree, b)
+		f.inlAt, f.inlLen = uint32(at), uint32(n)
+		at += n * inlCallSize
+		// The parents: the records' parentPcs in order (each with its
+		// record's index), the inline index at each, in one walk.
+		entry, size := uint64(f.entry), uint64(t.end(i)-f.entry)
+		targets = targets[:0]
+		for r := 0; r < n; r++ {
+			rec := tree[r*inlCallSize:]
+			parent := int64(int32(t.order.Uint32(rec[inlParentPc:])))
+			t.order.PutUint32(rec[inlParentIdx:], ^uint32(-badParent-1)) // badParent
+			if parent >= 0 && uint64(parent) < size {
+				targets = append(targets, uint64(parent)<<32|uint64(r))
+				t.order.PutUint32(rec[inlParentIdx:], ^uint32(0)) // -1 unless the table says otherwise
+			}
+		}
+		slices.Sort(targets)
+		next := 0
+		if !t.walkPCValue(f.inlIndex, t.textStart+entry, t.textStart+entry+size, &steps, func(lo, hi uint64, v int32) bool {
+			for ; next < len(targets) && t.textStart+entry+targets[next]>>32 < hi; next++ {
+				if v >= 0 && int(v) < n {
+					t.order.PutUint32(tree[int(uint32(targets[next]))*inlCallSize+inlParentIdx:], uint32(v))
+				}
+			}
+			return next < len(targets)
+		}) && steps <= 0 {
+			return ErrMalformed
+		}
 	}
-	t.inl = t.inl[:len(t.inl):len(t.inl)]
 	return nil
 }
+
+// badParent marks an inlined call whose parentPc is outside its function:
+// the frames at an address inside it are not given.
+const badParent = -2
 
 // Size is an estimate of the memory the table keeps, in bytes.
 func (t *Table) Size() int {
@@ -427,40 +543,59 @@ func readVarint(p []byte) (n int, v uint32, ok bool) {
 	return 0, 0, false
 }
 
-// walkPCValue decodes the pc-value table at off of a function entering at
-// entry, calling visit with each value, until the entry holding target
-// (^0: to its end). It returns the value at target, -1 when there is none.
-func (t *Table) walkPCValue(off uint32, entry, target uint64, visit func(int32)) int32 {
+// walkPCValue decodes the pc-value table at off of a function whose
+// code is [entry, end), calling visit with each run of addresses [lo, hi)
+// and its value, until visit returns false, the table ends, or its runs
+// reach end. Each entry decoded takes one of *steps; it returns false
+// when the table is malformed or *steps ran out before the walk ended.
+func (t *Table) walkPCValue(off uint32, entry, end uint64, steps *int, visit func(lo, hi uint64, val int32) bool) bool {
 	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
-		return -1
+		return false
 	}
 	p := t.pctab[off:]
 	pc, val := entry, int32(-1)
-	for step := 0; step < maxPCValueSteps; step++ {
+	for first := true; pc < end; first = false {
+		if *steps <= 0 {
+			return false
+		}
+		*steps--
 		n, uv, ok := readVarint(p)
-		if !ok || (uv == 0 && step > 0) {
-			return -1 // the end of the table, or a table cut short
+		if !ok {
+			return false // a table cut short
+		}
+		if uv == 0 && !first {
+			return true // the end of the table
 		}
 		p = p[n:]
 		val += int32(-(uv & 1) ^ (uv >> 1))
 		n, pcd, ok := readVarint(p)
 		if !ok || pcd == 0 {
-			return -1
+			return false
 		}
 		p = p[n:]
+		lo := pc
 		pc += uint64(pcd) * t.quantum
-		if visit != nil {
-			visit(val)
-		}
-		if target < pc {
-			return val
+		if !visit(lo, pc, val) {
+			return true
 		}
 	}
-	return -1
+	return true
 }
 
-func (t *Table) pcvalue(f *funcRec, off uint32, pc uint64) int32 {
-	return t.walkPCValue(off, t.textStart+uint64(f.entry), pc, nil)
+// valuesAt sets vals[k] to the value of the pc-value table at off at
+// pcs[k] (-1 where it has none), for a function [entry, end), in one
+// walk; order holds the indices of pcs by increasing address.
+func (t *Table) valuesAt(off uint32, entry, end uint64, pcs []uint64, order []int, vals []int32, steps *int) {
+	for k := range vals {
+		vals[k] = -1
+	}
+	next := 0
+	t.walkPCValue(off, entry, end, steps, func(_, hi uint64, v int32) bool {
+		for ; next < len(order) && pcs[order[next]] < hi; next++ {
+			vals[order[next]] = v
+		}
+		return next < len(order)
+	})
 }
 
 // cstring returns the NUL-terminated string at off of tab, cut at
@@ -479,23 +614,22 @@ func cstring(tab []byte, off uint64) (string, bool) {
 	return string(b[:end]), true
 }
 
-// fileLine returns the file and line of pc in f ("", 0 when unknown).
-func (t *Table) fileLine(f *funcRec, pc uint64) (string, int64) {
-	fileno := t.pcvalue(f, f.pcfile, pc)
-	line := t.pcvalue(f, f.pcln, pc)
-	if fileno < 0 || line < 0 {
-		return "", 0
+// file returns the name of file fileno of f's compilation unit ("" when
+// unknown).
+func (t *Table) file(f *funcRec, fileno int32) string {
+	if fileno < 0 {
+		return ""
 	}
 	ci := uint64(f.cuOffset) + uint64(fileno)
 	if ci >= uint64(len(t.cutab))/4 {
-		return "", int64(line)
+		return ""
 	}
 	fo := t.order.Uint32(t.cutab[ci*4:])
 	if fo == ^uint32(0) {
-		return "", int64(line)
+		return ""
 	}
-	file, _ := cstring(t.filetab, uint64(fo))
-	return file, int64(line)
+	name, _ := cstring(t.filetab, uint64(fo))
+	return name
 }
 
 // Lookup appends to buf the frames at pc, innermost first: the inlined
@@ -503,43 +637,83 @@ func (t *Table) fileLine(f *funcRec, pc uint64) (string, int64) {
 // function holds pc. pc is a "call PC": the caller of a frame that is not
 // the leaf looks up its return address minus one.
 func (t *Table) Lookup(pc uint64, buf []Frame) []Frame {
+	buf, _ = t.lookup(pc, buf)
+	return buf
+}
+
+// lookup is Lookup, which also returns the pc-value entries it decoded:
+// each of the function's three tables (inline index, files, lines) is
+// walked once, up to the largest address it needs, whatever the depth of
+// the inlined calls; at most maxLookupSteps entries together.
+func (t *Table) lookup(pc uint64, buf []Frame) ([]Frame, int) {
 	i := t.find(pc)
 	if i < 0 {
-		return buf
+		return buf, 0
 	}
 	f := &t.funcs[i]
 	name, ok := cstring(t.funcnametab, uint64(f.nameOff))
 	if !ok || name == "" {
-		return buf
+		return buf, 0
 	}
 	entry, end := t.textStart+uint64(f.entry), t.textStart+uint64(t.end(i))
-	start := len(buf)
+	steps := maxLookupSteps
 	tree := t.inl[f.inlAt : f.inlAt+f.inlLen*inlCallSize]
-	cur := pc
-	for depth := 0; ; depth++ {
-		idx := int32(-1)
-		if len(tree) > 0 && depth < maxInlineDepth {
-			idx = t.pcvalue(f, f.inlIndex, cur)
+	// The chain of inlined calls at pc: recs[k] is the call at pcs[k],
+	// pcs[k+1] its parentPc; the physical function is at pcs[depth].
+	var pcs [maxInlineDepth + 1]uint64
+	var recs [maxInlineDepth]int32
+	pcs[0] = pc
+	depth := 0
+	if len(tree) > 0 {
+		var idx [1]int32
+		t.valuesAt(f.inlIndex, entry, end, pcs[:1], []int{0}, idx[:], &steps)
+		for r := idx[0]; r >= 0 && int(r) < len(tree)/inlCallSize && depth < maxInlineDepth; depth++ {
+			rec := tree[int(r)*inlCallSize:]
+			recs[depth] = r
+			r = int32(t.order.Uint32(rec[inlParentIdx:]))
+			if r == badParent {
+				return buf, maxLookupSteps - steps
+			}
+			pcs[depth+1] = entry + uint64(t.order.Uint32(rec[inlParentPc:]))
 		}
-		if idx < 0 || int(idx) >= len(tree)/inlCallSize {
-			// The physical function.
-			file, line := t.fileLine(f, cur)
-			return append(buf, Frame{Function: forPrint(name), SystemName: name, File: file, Line: line, StartLine: int64(f.startLine)})
+	}
+	// The file and line at each of the chain's addresses, in one walk of
+	// each table.
+	var order [maxInlineDepth + 1]int
+	for k := 0; k <= depth; k++ {
+		order[k] = k
+	}
+	slices.SortFunc(order[:depth+1], func(a, b int) int {
+		switch {
+		case pcs[a] < pcs[b]:
+			return -1
+		case pcs[a] > pcs[b]:
+			return 1
 		}
-		rec := tree[int(idx)*inlCallSize:]
+		return 0
+	})
+	var files, lines [maxInlineDepth + 1]int32
+	t.valuesAt(f.pcfile, entry, end, pcs[:depth+1], order[:depth+1], files[:depth+1], &steps)
+	t.valuesAt(f.pcln, entry, end, pcs[:depth+1], order[:depth+1], lines[:depth+1], &steps)
+	used := maxLookupSteps - steps
+	at := func(k int) (string, int64) {
+		if files[k] < 0 || lines[k] < 0 {
+			return "", 0
+		}
+		return t.file(f, files[k]), int64(lines[k])
+	}
+	start := len(buf)
+	for k := 0; k < depth; k++ {
+		rec := tree[int(recs[k])*inlCallSize:]
 		callee, ok := cstring(t.funcnametab, uint64(t.order.Uint32(rec[inlNameOff:])))
 		if !ok || callee == "" {
-			return buf[:start]
+			return buf[:start], used
 		}
-		file, line := t.fileLine(f, cur)
+		file, line := at(k)
 		buf = append(buf, Frame{Function: forPrint(callee), SystemName: callee, File: file, Line: line, StartLine: int64(int32(t.order.Uint32(rec[inlStartLine:])))})
-		parent := int64(int32(t.order.Uint32(rec[inlParentPc:])))
-		next := uint64(int64(entry) + parent)
-		if parent < 0 || next >= end {
-			return buf[:start]
-		}
-		cur = next
 	}
+	file, line := at(depth)
+	return append(buf, Frame{Function: forPrint(name), SystemName: name, File: file, Line: line, StartLine: int64(f.startLine)}), used
 }
 
 // forPrint is the runtime's funcNameForPrint: the part of a generic

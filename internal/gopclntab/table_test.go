@@ -6,11 +6,14 @@ package gopclntab
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -157,43 +160,69 @@ func TestLookupSweepMatchesFuncForPC(t *testing.T) {
 	require.Greater(t, inlined, 1000)
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
+// builds are builds of testdata/inl, made once (and removed by TestMain).
+type builds struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+var inlBuilds, extBuilds builds
+
+// get builds testdata/inl, each variant (name: go build's flags) with
+// CGO_ENABLED=cgo, the first time, and returns their directory.
+func (b *builds) get(t *testing.T, cgo string, variants map[string][]string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "gopclntab")
+		if b.err != nil {
+			return
+		}
+		build := func(name string) error {
+			flags := variants[name]
+			cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", filepath.Join(b.dir, name), ".")...)
+			cmd.Dir = "testdata/inl"
+			cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=-trimpath")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build %q: %v: %s", flags, err, out)
+			}
+			return nil
+		}
+		// The first alone (with an empty build cache it compiles the
+		// standard library), the others at once: their links (gcc's,
+		// for cgo) are the most of them.
+		names := slices.Sorted(maps.Keys(variants))
+		if b.err = build(names[0]); b.err != nil {
+			return
+		}
+		errs := make(chan error, len(names))
+		for _, name := range names[1:] {
+			go func() { errs <- build(name) }()
+		}
+		for range names[1:] {
+			b.err = errors.Join(b.err, <-errs)
+		}
+	})
+	require.NoError(t, b.err)
+	return b.dir
+}
 
 // buildInl builds testdata/inl plain, stripped (-s -w) and as PIE, once.
 func buildInl(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "gopclntab")
-		if buildErr != nil {
-			return
-		}
-		for name, args := range map[string][]string{
-			"plain":        {"build", "-o"},
-			"stripped":     {"build", "-ldflags=-s -w", "-o"},
-			"pie-stripped": {"build", "-buildmode=pie", "-ldflags=-s -w", "-o"},
-			"pie":          {"build", "-buildmode=pie", "-o"},
-		} {
-			cmd := exec.Command("go", append(args, filepath.Join(buildDir, name), ".")...)
-			cmd.Dir = "testdata/inl"
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = errors.New(string(out))
-				return
-			}
-		}
+	return inlBuilds.get(t, "0", map[string][]string{
+		"plain":        nil,
+		"stripped":     {"-ldflags=-s -w"},
+		"pie-stripped": {"-buildmode=pie", "-ldflags=-s -w"},
+		"pie":          {"-buildmode=pie"},
 	})
-	require.NoError(t, buildErr)
-	return buildDir
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
+	for _, b := range []*builds{&inlBuilds, &extBuilds} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -301,4 +330,101 @@ func (t *Table) funcNamed(name string) (uint64, uint64, bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// buildExternal builds testdata/inl as a PIE linked by gcc
+// (-linkmode=external: .text begins with C start-up code, runtime.text
+// after it), with GNU ld (which writes the dynamic relocations' addends in
+// their places too) and with lld (which leaves them 0), each stripped and
+// not, once. gcc and lld are machine prerequisites
+// (internal/buildtools/prereqs.sh): without them the test fails.
+func buildExternal(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"gcc", "ld.lld"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to link a Go binary externally (make machine-prereqs; Debian: apt-get install gcc lld): %v", tool, err)
+		}
+	}
+	return extBuilds.get(t, "1", map[string][]string{
+		"bfd":          {"-buildmode=pie", "-ldflags=-linkmode=external"},
+		"bfd-stripped": {"-buildmode=pie", "-ldflags=-s -w -linkmode=external"},
+		"lld":          {"-buildmode=pie", "-ldflags=-linkmode=external -extldflags=-fuse-ld=lld"},
+		"lld-stripped": {"-buildmode=pie", "-ldflags=-s -w -linkmode=external -extldflags=-fuse-ld=lld"},
+	})
+}
+
+// symbolValue returns the value of a .symtab symbol of the file at path.
+func symbolValue(t *testing.T, path, name string) (uint64, uint64) {
+	t.Helper()
+	ef, err := elf.Open(path)
+	require.NoError(t, err)
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	require.NoError(t, err)
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, s.Size
+		}
+	}
+	t.Fatalf("%s: no symbol %s", path, name)
+	return 0, 0
+}
+
+// TestExternalLinkingPIE: a PIE linked externally by gcc, stripped (no
+// .symtab), has its runtime.text found (the moduledata's, through the
+// dynamic relocations when lld left their places 0), not .text's start,
+// where C code comes first: at every address of main.main by the
+// unstripped twin's .symtab, the stripped file's table gives main.main
+// (with mix and step inlined where they are), as the twin's does.
+func TestExternalLinkingPIE(t *testing.T) {
+	dir := buildExternal(t)
+	for _, ld := range []string{"bfd", "lld"} {
+		twin := filepath.Join(dir, ld)
+		textSym, _ := symbolValue(t, twin, "runtime.text")
+		mainAddr, mainSize := symbolValue(t, twin, "main.main")
+		ef, err := elf.Open(filepath.Join(dir, ld+"-stripped"))
+		require.NoError(t, err)
+		defer ef.Close()
+		require.Nil(t, ef.Section(".symtab"), "stripped")
+		require.Less(t, ef.Section(".text").Addr, textSym, "%s: C code before Go's in .text", ld)
+		tab, err := Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
+		require.NoError(t, err, ld)
+		require.Equal(t, textSym, tab.TextStart(), ld)
+		twinTab, _ := mainFrames(t, twin)
+		inlined := 0
+		for a := mainAddr; a < mainAddr+mainSize; a++ {
+			fs := tab.Lookup(a, nil)
+			require.NotEmpty(t, fs, "%s %#x", ld, a)
+			require.Equal(t, "main.main", fs[len(fs)-1].Function, "%s %#x", ld, a)
+			if len(fs) == 3 {
+				require.Equal(t, twinTab[a], fs, "%s %#x", ld, a)
+				inlined++
+			}
+		}
+		require.Equal(t, len(twinTab), inlined, ld)
+		require.NotZero(t, inlined, ld)
+	}
+}
+
+// TestNoTextStartRefused: a stripped externally linked PIE whose
+// moduledata cannot be found (its relocations garbled here) has no
+// runtime.text but .text's start, where C code comes first: refused
+// (ErrNoTextStart), not read with every frame shifted.
+func TestNoTextStartRefused(t *testing.T) {
+	dir := buildExternal(t)
+	bin := filepath.Join(t.TempDir(), "lld-garbled")
+	b, err := os.ReadFile(filepath.Join(dir, "lld-stripped"))
+	require.NoError(t, err)
+	ef, err := elf.Open(filepath.Join(dir, "lld-stripped"))
+	require.NoError(t, err)
+	rela := ef.Section(".rela.dyn")
+	require.NotNil(t, rela)
+	ef.Close()
+	clear(b[rela.Offset : rela.Offset+rela.Size])
+	require.NoError(t, os.WriteFile(bin, b, 0o644))
+	ef, err = elf.Open(bin)
+	require.NoError(t, err)
+	defer ef.Close()
+	_, err = Open(ef, Limits{MaxBytes: bigLimit, SectionBytes: bigLimit})
+	require.ErrorIs(t, err, ErrNoTextStart)
 }

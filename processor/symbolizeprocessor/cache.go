@@ -79,9 +79,19 @@ func (c *symtabCache) add(key string, tab *symbols) {
 	c.evict()
 }
 
-// grew accounts for bytes a kept table grew by (memoized demangled names).
-func (c *symtabCache) grew(key string, n int) {
-	if _, ok := c.entries[key]; ok && n != 0 {
+// holds tells whether the cache keeps tab under key (a batch's symbols
+// may have been evicted, or replaced by a second reading, since it got
+// them).
+func (c *symtabCache) holds(key string, tab *symbols) bool {
+	e, ok := c.entries[key]
+	return ok && e.Value.(*cacheEntry).tab == tab
+}
+
+// grew accounts for bytes tab, kept under key, grew by (memoized names
+// and frames); the growth of symbols the cache no longer keeps is not its
+// own.
+func (c *symtabCache) grew(key string, tab *symbols, n int) {
+	if n != 0 && c.holds(key, tab) {
 		c.used += n
 		c.evict()
 	}

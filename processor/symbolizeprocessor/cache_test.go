@@ -24,10 +24,17 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.Same(t, a, got)
 	assert.Equal(t, 800, c.used)
 
-	c.grew("a", 300) // memoized names: over budget, d goes
+	c.grew("a", a, 300) // memoized names: over budget, d goes
 	got, _ = c.get("d")
 	assert.Nil(t, got)
 	assert.Equal(t, 700, c.used)
+	// Symbols the cache no longer keeps under their key (evicted, or
+	// replaced by a second reading) grow outside its count.
+	c.grew("b", b, 300)
+	c.grew("a", d, 300)
+	assert.Equal(t, 700, c.used)
+	assert.True(t, c.holds("a", a))
+	assert.False(t, c.holds("a", d))
 
 	c.add("huge", &symbols{tab: &symtab{size: 1001}}) // larger than the budget: not kept, not read again soon
 	got, failed := c.get("huge")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -122,14 +123,22 @@ func checkGoInlined(t *testing.T, p goProgram, pd pprofile.Profiles, locs []int3
 
 // TestGoInlinedFrames: a running Go program's frames, built plain and
 // stripped (-s -w), get their inlined calls and start lines; the
-// frames_named metric counts them under gopclntab.
+// frames_named metric counts them under gopclntab. So do the frames of a
+// Go binary (with its .symtab) that a producer types native, with no line
+// (goinl-native): named from the Go table, not its symbol table.
 func TestGoInlinedFrames(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct{ name, ldflags string }{{"goinl", ""}, {"goinl-stripped", "-s -w"}} {
+	for _, tc := range []struct {
+		name, ldflags string
+		native        bool
+	}{{"goinl", "", false}, {"goinl-stripped", "-s -w", false}, {"goinl-native", "", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			gp := buildGoProgram(t, dir, tc.name, tc.ldflags)
 			pid := startWaiting(t, gp.bin)
 			pd, locs := gp.batch(pid)
+			if tc.native {
+				pd, locs = gp.nativeBatch(pid)
+			}
 			tt := componenttest.NewTelemetry()
 			defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
 			p := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
@@ -230,12 +239,201 @@ func TestGoFramesMemoBounded(t *testing.T) {
 	require.NotNil(t, s.gotab)
 	total := 0
 	for a := s.gotab.TextStart(); a < s.gotab.TextStart()+3*maxGoMemo; a++ {
-		_, grown := s.goFrames(a)
+		_, grown := s.goFrames(a, true)
 		total += grown
 		require.LessOrEqual(t, len(s.goMemo), maxGoMemo)
 	}
 	require.Equal(t, s.goMemoBytes, total, "the cache is told every byte added and dropped")
-	fs, grown := s.goFrames(s.gotab.TextStart() + 3*maxGoMemo - 1)
+	fs, grown := s.goFrames(s.gotab.TextStart()+3*maxGoMemo-1, true)
 	require.Zero(t, grown, "kept: nothing added")
 	require.NotEmpty(t, fs)
+}
+
+// nativeBatch is a batch of the program's frames in main.mix's body as a
+// producer that types Go frames native sends them: no line.
+func (p goProgram) nativeBatch(pid int) (pprofile.Profiles, []int32) {
+	b := newProfileBuilder()
+	m := b.mapping(mappingSpec{name: filepath.Base(p.bin), start: p.start, end: p.end, offset: p.offset, htlhash: p.id})
+	var locs []int32
+	for _, pc := range p.mixPCs {
+		locs = append(locs, b.location(m, pc, "native"))
+	}
+	b.process(pid, p.bin, locs)
+	return b.pd, locs
+}
+
+// TestGoNativeFramesWhenGoTableDoesNotFit: a cgo binary (its C functions'
+// long names fill its symbol table) whose Go table is read but does not
+// fit in the cache with its symbol table keeps its symbol table whole: its
+// frames typed native are named from it (main.main), not left unnamed;
+// the table is counted too_large.
+func TestGoNativeFramesWhenGoTableDoesNotFit(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("package main\n\n/*\n")
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&src, "int nxv_%04d_%s(int a) { return a * %d; }\n", i, strings.Repeat("x", 2000), i)
+	}
+	src.WriteString("*/\nimport \"C\"\n\nfunc main() { println(\"nxv\") }\n")
+	bin := buildCgoProgram(t, "gonofit", src.String())
+
+	f, err := os.Open(bin)
+	require.NoError(t, err)
+	defer f.Close()
+	full, err := parseSymtab(f, bin)
+	require.NoError(t, err)
+	ef, err := elf.Open(bin)
+	require.NoError(t, err)
+	defer ef.Close()
+	// Room for the section's reading and either table, not for both kept.
+	s := &symbols{tab: full}
+	require.True(t, s.addGopclntab(ef, loadLimits{indexBytes: 64 << 20}))
+	room := max(int(ef.Section(".gopclntab").Size), full.size, s.gotab.Size()) + 1024
+	require.Greater(t, s.tab.size+s.gotab.Size(), room, "the test's room must not hold both tables")
+
+	main := nmSymbols(t, bin, false)["main.main"]
+	require.NotZero(t, main.addr)
+	off, start, end := textMapping(t, bin)
+	b := newProfileBuilder()
+	m := b.mapping(mappingSpec{name: filepath.Base(bin), start: start, end: end, offset: off, htlhash: fileID(t, bin)})
+	locs := []int32{b.location(m, main.addr+1, "native"), b.location(m, main.addr+main.size-1, "")}
+	b.process(0, bin, locs) // not run: its file on the host
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	p := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
+	p.limits.indexBytes = room
+	process(t, p, b.pd)
+	assert.Equal(t, []frameName{{"main.main", "main.main", bin}, {"main.main", "main.main", bin}}, names(b.pd, locs...))
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "too_large"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestGoMemoNotKeptOutOfTheCache: a batch whose Go binary's symbols left
+// the cache while it waited (another file's reading evicted them) names
+// its frames without growing their memo, which the cache would not count;
+// the cache's count stays the sum of what it keeps.
+func TestGoMemoNotKeptOutOfTheCache(t *testing.T) {
+	gp := buildGoProgram(t, t.TempDir(), "goinl-evicted", "-s -w")
+	pid := startWaiting(t, gp.bin)
+	p := newTestProcessor(t)
+	pd, _ := gp.batch(pid)
+	process(t, p, pd)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pd, locs := gp.batch(pid)
+	b := newBatch(pd)
+	cands := b.candidates()
+	require.Len(t, cands, len(locs))
+	p.resolve(b)
+	m := &b.maps[b.locs.At(int(cands[0].loc)).MappingIndex()]
+	require.NotNil(t, m.syms)
+	require.NotNil(t, m.syms.gotab)
+	memo, size := len(m.syms.goMemo), m.syms.size()
+	// Evicted.
+	p.cache.budget = 0
+	p.cache.evict()
+	p.cache.budget = testConfig().CacheSizeMiB << 20
+	require.Zero(t, p.cache.used)
+	named := map[string]int64{}
+	text := m.syms.gotab.TextStart()
+	for _, a := range []uint64{text, text + 1, text + 2} {
+		loc := b.locs.At(int(cands[0].loc))
+		loc.SetAddress(a)
+		require.True(t, b.symbolizeGo(loc, m, p.cache, named))
+		want := m.syms.gotab.Lookup(a, nil)
+		got := goLines(pd, cands[0].loc)
+		require.Len(t, got, len(want))
+		assert.Equal(t, want[0].Function, got[0].name, "named all the same")
+	}
+	assert.Equal(t, memo, len(m.syms.goMemo), "no frames remembered")
+	assert.Equal(t, size, m.syms.size())
+	assert.Zero(t, p.cache.used)
+}
+
+// countingReader counts the bytes read in [from, to).
+type countingReader struct {
+	r        *os.File
+	from, to int64
+	n        int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	lo, hi := max(off, c.from), min(off+int64(n), c.to)
+	if hi > lo {
+		c.n += hi - lo
+	}
+	return n, err
+}
+
+// TestGoSymtabReadOnce: a Go binary whose moduledata cannot be found (its
+// .go.module section garbled here) takes runtime.text and go:func.* from
+// its .symtab, read once for its symbols and its Go table.
+func TestGoSymtabReadOnce(t *testing.T) {
+	gp := buildGoProgram(t, t.TempDir(), "goinl-symtab", "")
+	overwriteSection(t, gp.bin, ".go.module", func(b []byte) { clear(b) })
+	ef, err := elf.Open(gp.bin)
+	require.NoError(t, err)
+	st := ef.Section(".symtab")
+	require.NotNil(t, st)
+	from, to := int64(st.Offset), int64(st.Offset+st.Size)
+	require.NoError(t, ef.Close())
+	f, err := os.Open(gp.bin)
+	require.NoError(t, err)
+	defer f.Close()
+	cr := &countingReader{r: f, from: from, to: to}
+	s, err := readSymbols(cr, candidate{open: gp.bin, shown: gp.bin}, loadLimits{indexBytes: 64 << 20, symtabOnly: true})
+	require.NoError(t, err)
+	require.NotNil(t, s.gotab, "%v", s.failures)
+	assert.Equal(t, to-from, cr.n, ".symtab read once")
+	text := nmSymbols(t, gp.bin, false)["runtime.text"]
+	assert.Equal(t, text.addr, s.gotab.TextStart())
+}
+
+// TestGoTextUnknownCounted: a stripped PIE linked externally by gcc whose
+// moduledata cannot be found (its .go.module and relocations garbled
+// here): its runtime.text is not .text's start, where C code comes first,
+// so its table is refused, counted unknown_go_text, and its Go frames stay
+// as the profiler named them.
+func TestGoTextUnknownCounted(t *testing.T) {
+	bin := buildCgoProgram(t, "goexternal", "package main\n\nfunc main() { println(\"nxv\") }\n", "-buildmode=pie", "-ldflags=-s -w -linkmode=external")
+	for _, sec := range []string{".go.module", ".rela.dyn"} {
+		overwriteSection(t, bin, sec, func(b []byte) { clear(b) })
+	}
+	off, start, end := textMapping(t, bin)
+	b := newProfileBuilder()
+	m := b.mapping(mappingSpec{name: filepath.Base(bin), start: start, end: end, offset: off, htlhash: fileID(t, bin)})
+	li := b.location(m, start+0x400, "go")
+	b.dict.LocationTable().At(int(li)).Lines().AppendEmpty().SetFunctionIndex(b.function("main.main", "", "goexternal/main.go"))
+	b.process(0, bin, []int32{li}) // not run: its file on the host
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	p := newTestProcessorWith(t, testConfig(), metadatatest.NewSettings(tt))
+	process(t, p, b.pd)
+	assert.Equal(t, []goLine{{"main.main", "goexternal/main.go", 0, 0}}, goLines(b.pd, li))
+	metadatatest.AssertEqualProcessorSymbolizeFilesFailed(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "unknown_go_text"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+// buildCgoProgram builds a Go program of one file (src, importing no
+// package but C: with cgo, what it uses of the standard library is
+// compiled again; the less, the less that costs with an empty build
+// cache) with gcc, CGO_ENABLED=1 and flags, and returns its path. gcc is a
+// machine prerequisite (make machine-prereqs): without it the test fails.
+func buildCgoProgram(t *testing.T, name, src string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatalf("gcc is needed to build a cgo program (make machine-prereqs): %v", err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+name+"\n\ngo 1.26\n"), 0o644))
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", append(append([]string{"build", "-trimpath", "-o", bin}, flags...), ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }

@@ -249,6 +249,11 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 	if !ok {
 		return false
 	}
+	if m.syms.inGoText(addr) {
+		// A Go function (a producer that types Go frames native): named
+		// as a Go frame.
+		return b.nameGo(loc, m, addr, cache, named)
+	}
 	si := tab.lookup(addr)
 	var frames []dwarfindex.Frame
 	if m.syms.lines != nil {
@@ -266,7 +271,7 @@ func (b *batch) symbolize(loc pprofile.Location, m *mappingState, cache *symtabC
 	if frames[last].Name == "" && si >= 0 {
 		// No subprogram in the DWARF for this address: the symbol's name.
 		n, grown := tab.name(si)
-		cache.grew(m.key, grown)
+		cache.grew(m.key, m.syms, grown)
 		frames[last].Name, frames[last].SystemName = n.name, n.raw
 	}
 	if frames[last].Name == "" {
@@ -300,8 +305,16 @@ func (b *batch) symbolizeGo(loc pprofile.Location, m *mappingState, cache *symta
 	if !ok {
 		return false
 	}
-	frames, grown := m.syms.goFrames(addr)
-	cache.grew(m.key, grown)
+	return b.nameGo(loc, m, addr, cache, named)
+}
+
+// nameGo gives a location the Go frames at its file address, in place of
+// its lines, and counts it under gopclntab. It returns false when no Go
+// function holds the address.
+func (b *batch) nameGo(loc pprofile.Location, m *mappingState, addr uint64, cache *symtabCache, named map[string]int64) bool {
+	kept := cache.holds(m.key, m.syms)
+	frames, grown := m.syms.goFrames(addr, kept)
+	cache.grew(m.key, m.syms, grown)
 	if len(frames) == 0 {
 		return false
 	}
@@ -573,7 +586,7 @@ func (b *batch) function(m *mappingState, si int, cache *symtabCache) int32 {
 		b.indexDictionary()
 	}
 	n, grown := m.syms.tab.name(si)
-	cache.grew(m.key, grown)
+	cache.grew(m.key, m.syms, grown)
 	fi := b.functionIndex(n.name, n.raw, m.syms.tab.path, 0)
 	b.symFuncs[ref] = fi
 	return fi

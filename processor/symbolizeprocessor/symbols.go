@@ -36,6 +36,7 @@ const (
 	reasonDWZ       = "dwz"                 // its DWARF refers to a DWZ alternate file (.gnu_debugaltlink) that was not found or not usable
 	reasonGopclntab = "malformed_gopclntab" // a Go binary's .gopclntab cannot be read (its Go frames stay as the profiler named them)
 	reasonOldGo     = "unsupported_go"      // a Go binary older than Go 1.20 (its Go frames stay as the profiler named them)
+	reasonGoText    = "unknown_go_text"     // a Go binary whose runtime.text cannot be found (a stripped binary linked externally, its moduledata not found): its Go frames stay as the profiler named them
 )
 
 // symbols is what the processor knows of one file identity: a symbol table
@@ -113,6 +114,11 @@ func loadSymbols(c candidate, id fileIdentity, lim loadLimits) (*symbols, error)
 		return nil, err
 	}
 	defer f.Close()
+	return readSymbols(f, c, lim)
+}
+
+// readSymbols is loadSymbols once the file is open and verified.
+func readSymbols(f io.ReaderAt, c candidate, lim loadLimits) (*symbols, error) {
 	tab, err := parseSymtab(f, c.shown)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", c.open, err, errUnusable)
@@ -196,11 +202,17 @@ const maxGoMemo = 8192
 
 // goFrames returns the Go frames at a file address (none: no function
 // there), and the bytes the memo grew by (negative when it started again).
-func (s *symbols) goFrames(addr uint64) ([]gopclntab.Frame, int) {
+// keep tells whether to remember them: not for symbols that have left the
+// cache (a batch that got them before another file's reading evicted
+// them), whose growth the cache would not count.
+func (s *symbols) goFrames(addr uint64, keep bool) ([]gopclntab.Frame, int) {
 	if fs, ok := s.goMemo[addr]; ok {
 		return fs, 0
 	}
 	fs := s.gotab.Lookup(addr, nil)
+	if !keep {
+		return fs, 0
+	}
 	grown := 0
 	if len(s.goMemo) >= maxGoMemo || s.goMemo == nil {
 		grown = -s.goMemoBytes
@@ -218,16 +230,18 @@ func (s *symbols) goFrames(addr uint64) ([]gopclntab.Frame, int) {
 // addGopclntab reads a Go binary's function table and inline trees,
 // within what the cache leaves for them besides the symbol table. It
 // returns whether the file is a Go binary (whose table was read or
-// failed; goBinary is then set). A failure
-// is counted by the first reading (a second reading, of a file that is
-// not a Go binary or whose table failed, fails the same way).
+// failed; goBinary is then set). Once the table is read and fits with
+// it, the symbol table keeps the functions outside the Go table only (C
+// code linked in with cgo); when it is not, the symbol table stays whole
+// and names the Go functions of frames typed native. A failure is counted
+// by the first reading (a second reading, of a file that is not a Go
+// binary or whose table failed, fails the same way).
 func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
-	t, err := gopclntab.Open(ef, gopclntab.Limits{MaxBytes: lim.indexBytes, SectionBytes: lim.indexBytes})
+	t, err := gopclntab.OpenWith(ef, gopclntab.Limits{MaxBytes: lim.indexBytes, SectionBytes: lim.indexBytes}, &s.tab.goSyms)
+	var rest *symtab
 	if err == nil {
-		// Its symbol table keeps the functions outside the Go table
-		// (C code linked in with cgo) only.
-		s.tab.dropRange(t.TextStart(), t.TextEnd())
-		if s.tab.size+t.Size() > lim.indexBytes {
+		rest = s.tab.without(t.TextStart(), t.TextEnd())
+		if rest.size+t.Size() > lim.indexBytes {
 			err = gopclntab.ErrTooLarge
 		}
 	}
@@ -237,16 +251,23 @@ func (s *symbols) addGopclntab(ef *elf.File, lim loadLimits) bool {
 	s.goBinary = true
 	switch {
 	case err == nil:
-		s.gotab = t
+		s.gotab, s.tab = t, rest
 	case !lim.symtabOnly:
 	case errors.Is(err, gopclntab.ErrTooLarge):
 		s.failures = append(s.failures, reasonTooLarge)
 	case errors.Is(err, gopclntab.ErrUnsupported):
 		s.failures = append(s.failures, reasonOldGo)
+	case errors.Is(err, gopclntab.ErrNoTextStart):
+		s.failures = append(s.failures, reasonGoText)
 	default:
 		s.failures = append(s.failures, reasonGopclntab)
 	}
 	return true
+}
+
+// inGoText tells whether a file address is in the Go table's code.
+func (s *symbols) inGoText(addr uint64) bool {
+	return s.gotab != nil && addr >= s.gotab.TextStart() && addr < s.gotab.TextEnd()
 }
 
 // addDWARF indexes a file's DWARF lines and inlined calls; a failure is

@@ -18,6 +18,7 @@ import (
 	"github.com/ianlancetaylor/demangle"
 
 	"github.com/nexovue/otelcol-nexovue/internal/debugfile"
+	"github.com/nexovue/otelcol-nexovue/internal/gopclntab"
 )
 
 // maxSymbolNameLen bounds the length of a symbol name kept (longer ones are
@@ -58,6 +59,9 @@ type symtab struct {
 	demangled map[int]string
 	// size is an estimate of the table's memory, in bytes.
 	size int
+	// goSyms are runtime.text and go:func.* in the file's .symtab (a Go
+	// binary's table reads them from here: .symtab is read once).
+	goSyms gopclntab.Symbols
 }
 
 // symbolizedName is the name of a symbol, demangled, and its raw name.
@@ -180,6 +184,7 @@ func parseSymtab(r io.ReaderAt, path string) (st *symtab, err error) {
 		}
 	}
 	syms, err := f.Symbols()
+	st.goSyms = gopclntab.SymbolsOf(syms)
 	if err != nil || !hasFunctions(syms) {
 		if dyn, derr := f.DynamicSymbols(); derr == nil {
 			syms, err = dyn, nil
@@ -243,11 +248,13 @@ func (st *symtab) build(syms []elf.Symbol) {
 	st.size = 256 + len(st.path) + len(st.names) + 24*len(st.syms) + 24*len(st.segments)
 }
 
-// dropRange drops the symbols in [lo, hi) (a Go binary's functions, which
-// its Go table names), keeping the others' names only.
-func (st *symtab) dropRange(lo, hi uint64) {
+// without returns a copy of the table without the symbols in [lo, hi) (a
+// Go binary's functions, which its Go table names), with the others' names
+// only.
+func (st *symtab) without(lo, hi uint64) *symtab {
 	var names strings.Builder
-	kept := st.syms[:0]
+	out := &symtab{path: st.path, segments: st.segments, goSyms: st.goSyms}
+	var kept []symbol
 	for _, s := range st.syms {
 		if s.addr >= lo && s.addr < hi {
 			continue
@@ -257,10 +264,10 @@ func (st *symtab) dropRange(lo, hi uint64) {
 		names.WriteString(name)
 		kept = append(kept, s)
 	}
-	st.syms = slices.Clip(kept)
-	st.names = names.String()
-	st.demangled = nil
-	st.size = 256 + len(st.path) + len(st.names) + 24*len(st.syms) + 24*len(st.segments)
+	out.syms = slices.Clip(kept)
+	out.names = names.String()
+	out.size = 256 + len(out.path) + len(out.names) + 24*len(out.syms) + 24*len(out.segments)
+	return out
 }
 
 func bindRank(s elf.Symbol) int {

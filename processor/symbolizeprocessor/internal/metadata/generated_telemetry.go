@@ -81,7 +81,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSymbolizeGoFramesKept, err = builder.meter.Int64Counter(
 		"otelcol_processor_symbolize_go_frames_kept",
-		metric.WithDescription("Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, or holds no function at the address. [Development]"),
+		metric.WithDescription("Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, its runtime.text could not be found, or it holds no function at the address. [Development]"),
 		metric.WithUnit("{location}"),
 	)
 	errs = errors.Join(errs, err)

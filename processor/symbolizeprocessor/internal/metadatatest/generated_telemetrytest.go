@@ -72,7 +72,7 @@ func AssertEqualProcessorSymbolizeFramesUnsymbolized(t *testing.T, tt *component
 func AssertEqualProcessorSymbolizeGoFramesKept(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_symbolize_go_frames_kept",
-		Description: "Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, or holds no function at the address. [Development]",
+		Description: "Number of Go locations left as the eBPF profiler named them (one function, no inlined calls nor start line) because their binary's .gopclntab was not read yet, not found, too large, malformed or of a Go older than 1.20, its runtime.text could not be found, or it holds no function at the address. [Development]",
 		Unit:        "{location}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
