@@ -80,10 +80,7 @@ func TestSetGetDeleteAndBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, item, v)
 	assert.Equal(t, int64(8192), f.ext.usedBytes(), "5,024 bytes take two blocks")
-	entries, err := os.ReadDir(f.dir)
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	assert.Equal(t, "exporter_nexovue_a_profiles.0", entries[0].Name())
+	assert.Equal(t, []string{lockName, "exporter_nexovue_a_profiles.0"}, dirNames(t, f.dir))
 
 	require.NoError(t, c.Delete(ctx, "0"))
 	require.NoError(t, c.Delete(ctx, "0"), "deleting a missing key is no error")
@@ -91,9 +88,19 @@ func TestSetGetDeleteAndBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, v)
 	assert.Zero(t, f.ext.usedBytes())
-	entries, err = os.ReadDir(f.dir)
+	assert.Equal(t, []string{lockName}, dirNames(t, f.dir))
+}
+
+// dirNames lists a directory's names, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Empty(t, entries)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // TestRewriteInPlace: from a key's second write on, its file is two slots
@@ -262,6 +269,8 @@ func TestStartCountsAndWarns(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "exporter_nexovue_a_profiles.qmv0.tmp"), make([]byte, 10), 0o600))
 	// Not a file of the extension's (file_storage's database): not counted.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "exporter_nexovue__profiles"), make([]byte, 50000), 0o600))
+	// Nor is a file with one dot that no client names (a note left there).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), make([]byte, 50000), 0o600))
 	f := startExt(t, dir, 2, 1<<20)
 	assert.Equal(t, int64(12288+4096), f.ext.usedBytes())
 	warned := f.logs.FilterMessage(BoundAboveFreeMessage).All()
@@ -290,4 +299,25 @@ func TestEscapeName(t *testing.T) {
 	}
 	_, ok := unescapeName("bad%4")
 	assert.False(t, ok)
+}
+
+// TestDirectoryLocked: a second extension (a second collector) on the same
+// directory fails to start, naming the directory, while the first runs;
+// once the first stops, it starts.
+func TestDirectoryLocked(t *testing.T) {
+	dir := t.TempDir()
+	first := startExt(t, dir, 2, 1<<30)
+	cfg := &Config{Directory: dir, CreateDirectory: true, MaxSizeMiB: 2}
+	second, err := newQueueStorage(metadatatest.NewSettings(componenttest.NewTelemetry()), cfg)
+	require.NoError(t, err)
+	err = second.Start(context.Background(), componenttest.NewNopHost())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "queue_storage: directory "+dir+" is in use by another process")
+	assert.Zero(t, second.usedBytes())
+
+	require.NoError(t, first.ext.Shutdown(context.Background()))
+	require.NoError(t, second.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, second.Shutdown(context.Background()))
+	_, err = os.Stat(filepath.Join(dir, lockName))
+	require.NoError(t, err, "the lock file stays: removing it could let two processes lock two files")
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -32,6 +31,13 @@ const FullMessage = "queue_storage is full: new data is refused (the senders get
 // larger than the free space of the directory's filesystem.
 const BoundAboveFreeMessage = "queue_storage: max_size_mib is larger than the free space of the directory's filesystem; the queue will be refused new data when the filesystem fills, before its bound"
 
+// lockName is the file in the directory that the running extension holds
+// an exclusive lock on (flock, LockFileEx): two collectors sharing one
+// directory would share the queues' indexes and send items twice or lose
+// them, so the second one fails to start, naming the directory. Its name
+// starts with a dot: not a client's file, not counted against the bound.
+const lockName = ".queue_storage.lock"
+
 // fullLogEvery spaces the FullMessage lines.
 const fullLogEvery = time.Minute
 
@@ -51,6 +57,8 @@ type queueStorage struct {
 	freeBytes func(dir string) (int64, error)
 	// now is the clock of the full line's spacing (replaced in tests).
 	now func() time.Time
+
+	lock *os.File // lockName, locked from Start to Shutdown
 
 	mu      sync.Mutex
 	used    int64 // bytes on disk of every file in the directory
@@ -85,6 +93,9 @@ func (e *queueStorage) Start(context.Context, component.Host) error {
 	}
 	if !info.IsDir() {
 		return fmt.Errorf("queue_storage: directory %s is not a directory", dir)
+	}
+	if err := e.lockDirectory(); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -121,6 +132,25 @@ func (e *queueStorage) Start(context.Context, component.Host) error {
 	})
 }
 
+// lockDirectory takes the directory's lock, or fails naming the directory
+// when another process (a second collector) holds it.
+func (e *queueStorage) lockDirectory() error {
+	path := filepath.Join(e.cfg.Directory, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("queue_storage: directory %s: lock file: %w", e.cfg.Directory, err)
+	}
+	if err := lockFile(f); err != nil {
+		_ = f.Close()
+		if isLocked(err) {
+			return fmt.Errorf("queue_storage: directory %s is in use by another process (it holds %s): two collectors must not share one queue directory", e.cfg.Directory, lockName)
+		}
+		return fmt.Errorf("queue_storage: directory %s: locking %s: %w", e.cfg.Directory, lockName, err)
+	}
+	e.lock = f
+	return nil
+}
+
 // Shutdown closes the clients the components left open.
 func (e *queueStorage) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
@@ -132,6 +162,10 @@ func (e *queueStorage) Shutdown(ctx context.Context) error {
 	var errs []error
 	for _, c := range clients {
 		errs = append(errs, c.Close(ctx))
+	}
+	if e.lock != nil {
+		errs = append(errs, e.lock.Close()) // closing releases the lock
+		e.lock = nil
 	}
 	e.tb.Shutdown()
 	return errors.Join(errs...)
@@ -160,13 +194,22 @@ func (e *queueStorage) clientClosed(c *client) {
 	e.mu.Unlock()
 }
 
-// isClientFile tells the files of the clients (<client>.<key>, or that
-// with tmpSuffix) from others in the directory, such as a file_storage
-// database left there: only the clients' files count against the bound.
+// isClientFile tells the files of the clients (<kind>_<client>.<key>, or
+// that with tmpSuffix) from others in the directory, such as a
+// file_storage database or a note left there: only the clients' files
+// count against the bound.
 func isClientFile(name string) bool {
 	name = strings.TrimSuffix(name, tmpSuffix)
-	return strings.Count(name, ".") == 1 && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".")
+	if strings.Count(name, ".") != 1 || strings.HasSuffix(name, ".") {
+		return false
+	}
+	kind, _, ok := strings.Cut(name, "_")
+	return ok && clientKinds[kind]
 }
+
+// clientKinds are the names kindString gives, which start every client's
+// files.
+var clientKinds = map[string]bool{"receiver": true, "processor": true, "exporter": true, "extension": true, "connector": true, "other": true}
 
 func kindString(k component.Kind) string {
 	switch k {
@@ -215,7 +258,7 @@ func (e *queueStorage) reserve(delta int64) error {
 // gets: storage.ErrStorageFull (retryable for its callers) when the
 // filesystem is full.
 func (e *queueStorage) writeFailed(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if isNoSpace(err) {
 		return e.refuse(reasonNoSpace, fmt.Errorf("%w: queue_storage directory %s: %w", storage.ErrStorageFull, e.cfg.Directory, err))
 	}
 	e.tb.QueueStorageWritesFailed.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reasonOther)))

@@ -8,10 +8,10 @@ package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/xconsumer"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,10 +26,6 @@ const (
 	dropQueueFull   = "queue_full"
 	dropOther       = "other"
 )
-
-// queueFullText is the message of the exporter helper's ErrQueueIsFull,
-// which lives in an internal package.
-const queueFullText = "sending queue is full"
 
 // countDrops is the next consumer of upstream's reporter with every refused
 // batch counted: the reporter logs the error and drops the batch (it sends
@@ -57,7 +53,7 @@ func dropReason(err error) string {
 	switch {
 	case errors.Is(err, storage.ErrStorageFull):
 		return dropStorageFull
-	case strings.Contains(err.Error(), queueFullText):
+	case errors.Is(err, exporterhelper.ErrQueueIsFull):
 		return dropQueueFull
 	}
 	return dropOther

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/xconsumer"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/receiver"
@@ -48,7 +49,7 @@ func TestDropsCountedByReason(t *testing.T) {
 		nil,
 		fmt.Errorf("%w: queue_storage directory /q: no space left on device", storage.ErrStorageFull),
 		errors.Join(errors.New("part 1"), fmt.Errorf("exporter: %w", storage.ErrStorageFull)),
-		errors.New("sending queue is full"),
+		fmt.Errorf("exporter: %w", exporterhelper.ErrQueueIsFull),
 		errors.New("data refused due to high memory usage"),
 	}
 	i := 0

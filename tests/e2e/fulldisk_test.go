@@ -431,3 +431,31 @@ func TestQueueBoundRefuses(t *testing.T) {
 	drain = o.requireExactlyAccepted(t, srv, 3*time.Minute)
 	requireRunning(t, p)
 }
+
+// TestQueueDirectoryInUse: a second collector given the queue directory of
+// a running one fails to start, saying the directory is in use (they would
+// share the queue's indexes, sending items twice or losing them); the
+// first keeps delivering. Once the first stops, a collector starts on the
+// directory and sends what the first left queued.
+func TestQueueDirectoryInUse(t *testing.T) {
+	t.Parallel() // see main_test.go
+	dir := t.TempDir()
+	srv, url := downIngest(t)
+	var o offers
+	first, lg := startPipeline(t, otlpPipeline{Endpoint: url, RateLimit: ingest.DefaultSamplesPerSecond, QueueDir: dir})
+	o.offer(t, lg, 4, 500)
+	require.Empty(t, o.refused)
+
+	cfg := otlpPipeline{Endpoint: url, RateLimit: ingest.DefaultSamplesPerSecond, QueueDir: dir, Port: testenv.FreePort(t)}.write(t, t.TempDir())
+	second := testenv.Start(t, collectorEnv(testKey), testenv.Binary(t), "--config", cfg, testenv.FeatureGate)
+	err := second.Wait(time.Minute)
+	require.Error(t, err, "the second collector must exit with an error")
+	require.Contains(t, second.Output(), "queue_storage: directory "+dir+" is in use by another process")
+	requireRunning(t, first)
+
+	first.Stop(30 * time.Second)
+	third, _ := startPipeline(t, otlpPipeline{Endpoint: url, RateLimit: ingest.DefaultSamplesPerSecond, QueueDir: dir})
+	require.NoError(t, srv.Start(), "the ingest double must come back on its port")
+	o.requireExactlyAccepted(t, srv, time.Minute)
+	requireRunning(t, third)
+}
