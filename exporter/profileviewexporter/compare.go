@@ -66,23 +66,7 @@ func parseComparison(q url.Values, now time.Time) (comparison, error) {
 	if c.this, err = parseSelection(q, now); err != nil {
 		return c, err
 	}
-	bq := url.Values{}
-	for _, k := range filterKeys {
-		if s := q.Get(k); s != "" {
-			bq.Set(k, s)
-		}
-	}
-	if q.Get(basePrefix+"last") != "" || q.Get(basePrefix+"from") != "" || q.Get(basePrefix+"to") != "" {
-		bq.Del("last")
-		bq.Del("from")
-		bq.Del("to")
-	}
-	for _, k := range filterKeys {
-		if q.Get(basePrefix+k) != "" {
-			bq.Set(k, q.Get(basePrefix+k))
-		}
-	}
-	if c.base, err = parseSelection(bq, now); err != nil {
+	if c.base, err = parseSelection(baseFilters(q), now); err != nil {
 		return c, fmt.Errorf("%s%w", basePrefix, err)
 	}
 	c.this.midpoint, c.base.midpoint = true, true
@@ -106,18 +90,34 @@ func parseComparison(q url.Values, now time.Time) (comparison, error) {
 }
 
 // capLoss is the time before which the memory cap dropped profiles that sel
-// asks for (its from is earlier, and that time is still inside the window),
-// or 0.
+// asks for (it starts earlier, or at the window's start, and that time is
+// still inside the window), or 0.
 func (st *store) capLoss(sel selection) int64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if sel.from == 0 || st.capDroppedBefore == 0 || sel.from >= st.capDroppedBefore {
+	if st.capDroppedBefore == 0 || (sel.from != 0 && sel.from >= st.capDroppedBefore) {
 		return 0
 	}
 	if st.capDroppedBefore <= st.now().UnixNano()-st.window {
 		return 0 // the window has moved past what the cap dropped
 	}
 	return st.capDroppedBefore
+}
+
+// capNotes say, for each side open at the window's start, that the memory
+// cap dropped its oldest profiles.
+func (v *view) capNotes(c comparison) []string {
+	var notes []string
+	for _, side := range []bool{false, true} {
+		sel := c.this
+		if side {
+			sel = c.base
+		}
+		if t := v.store.capLoss(sel); t != 0 && sel.from == 0 {
+			notes = append(notes, fmt.Sprintf("The %s side starts at %s: profiles before it were dropped to stay under max_memory_mib (%d MiB), so its values cover less time than the window.", sideName(side), rfc(t), v.cfg.MaxMemoryMiB))
+		}
+	}
+	return notes
 }
 
 // sideName is how errors and the page name a side.
@@ -158,7 +158,10 @@ func (v *view) renderComparison(w http.ResponseWriter, service, ptype string, c 
 		if side {
 			sel = c.base
 		}
-		if t := v.store.capLoss(sel); t != 0 {
+		// A side open at the window's start (no from) holds what the window
+		// kept: the page says what the cap dropped (capNotes), a side that
+		// asks for an earlier from gets a 400.
+		if t := v.store.capLoss(sel); t != 0 && sel.from != 0 {
 			param := "from"
 			if side {
 				param = basePrefix + "from"
@@ -295,7 +298,11 @@ func union(a, b map[string]int64) map[string]bool {
 // selection's range against the range of the same length just before it;
 // when that would start before the window, the newer half of what the window
 // holds of the selection against the older half. Times are whole seconds.
-func previousWindow(sel selection, now time.Time, window time.Duration) (this, base [2]time.Time) {
+// ok is false when either side would be shorter than a slot (width): a
+// side's slots count by their middle, and only a range of a slot's length
+// or more surely holds one (not so a selection that ends before the
+// window, or one shorter than a slot).
+func previousWindow(sel selection, now time.Time, window, width time.Duration) (this, base [2]time.Time, ok bool) {
 	oldest := now.Add(-window)
 	to := now
 	if sel.to != 0 && time.Unix(0, sel.to).Before(now) {
@@ -311,7 +318,9 @@ func previousWindow(sel selection, now time.Time, window time.Duration) (this, b
 		from = to.Add(-d)
 	}
 	sec := func(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
-	return [2]time.Time{sec(from), sec(to)}, [2]time.Time{sec(from.Add(-d)), sec(from)}
+	this, base = [2]time.Time{sec(from), sec(to)}, [2]time.Time{sec(from.Add(-d)), sec(from)}
+	ok = this[1].Sub(this[0]) >= width && base[1].Sub(base[0]) >= width
+	return this, base, ok
 }
 
 // comparePath is the compare page of a comparison's query.
@@ -327,12 +336,6 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 	"dpct": func(f float64) string { return fmt.Sprintf("%+.1f", f) },
 	"dval": func(v int64) string { return fmt.Sprintf("%+d", v) },
-	"first": func(vs []string) string {
-		if len(vs) == 0 {
-			return ""
-		}
-		return vs[0]
-	},
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{{.Service}} · {{.Type}}: what changed</title>
 <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:.2em .6em;text-align:left;border-bottom:1px solid #ddd}td.n{text-align:right}tr.new td.mark{color:#b00;font-weight:bold}tr.gone td.mark{color:#070;font-weight:bold}.note{color:#b60}iframe{width:100%;height:640px;border:1px solid #ccc}</style>
@@ -342,9 +345,8 @@ var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncM
 <p id="sides"><b>this</b>: {{.ThisDesc}}, <span id="this-samples">{{.ThisSamples}}</span> samples ({{.ThisSum}} {{.Unit}}) · <b>base</b>: {{.BaseDesc}}, <span id="base-samples">{{.BaseSamples}}</span> samples ({{.BaseSum}} {{.Unit}})</p>
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
 <form id="choose" method="get" action="compare">{{range $k, $vs := .Hidden}}{{range $vs}}<input type="hidden" name="{{$k}}" value="{{.}}">{{end}}{{end}}
-compare with: <label>base.from <input name="base.from" value="{{.BaseQuery.Get "base.from"}}" placeholder="RFC 3339"></label>
-<label>base.to <input name="base.to" value="{{.BaseQuery.Get "base.to"}}" placeholder="RFC 3339"></label>
-<label>base.service.version <input name="base.service.version" value="{{index .BaseQuery "base.service.version" | first}}"></label>
+compare with: {{range .BaseInputs}}<label>{{.Name}} <input name="{{.Name}}" value="{{.Value}}"{{if .Placeholder}} placeholder="{{.Placeholder}}"{{end}}></label>
+{{end}}
 <button type="submit">Compare</button></form>
 <p id="mode">{{if .Normalize}}Normalised: this side is scaled to the base side's total, so the two compare by share whatever their load or length; ranked by the change of each function's self share. <a id="switch" href="{{.AbsoluteURL}}">absolute values</a>{{else}}Absolute values: neither side is scaled; ranked by the change of each function's self value. <a id="switch" href="{{.NormalizedURL}}">normalise by share</a>{{end}}</p>
 <table id="changes"><thead><tr><th>function</th><th></th><th>self share base → this</th><th>Δ points</th><th>self base → this ({{.Unit}})</th><th>Δ</th><th>total share base → this</th><th>Δ points</th><th>total base → this ({{.Unit}})</th></tr></thead><tbody>
@@ -371,9 +373,17 @@ type compareData struct {
 	Changes                                    []fnChange
 	More                                       int
 	// Hidden keeps this side (and normalize) in the form that chooses the
-	// base side; BaseQuery fills it.
-	Hidden, BaseQuery url.Values
+	// base side; BaseInputs are its fields, one per base.<filter>, filled
+	// with the comparison's.
+	Hidden     url.Values
+	BaseInputs []baseInput
 }
+
+// baseInput is a field of the form that chooses the base side.
+type baseInput struct{ Name, Value, Placeholder string }
+
+// basePlaceholders hint at the format of the base side's fields.
+var basePlaceholders = map[string]string{"last": "e.g. 10m", "from": "RFC 3339", "to": "RFC 3339"}
 
 // compare serves /compare?service=…&type=…&<this side's filters>&base.<…>[&normalize=0].
 func (v *view) compare(w http.ResponseWriter, r *http.Request) {
@@ -406,14 +416,16 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 		UI: uiPath(service, ptype, c.query),
 	}
 	d.Changes, d.More = changes(this, base, c.normalize)
-	d.Hidden, d.BaseQuery = url.Values{"service": {service}, "type": {ptype}}, url.Values{}
+	d.Hidden = url.Values{"service": {service}, "type": {ptype}}
 	for k, vs := range c.query {
-		if strings.HasPrefix(k, basePrefix) {
-			d.BaseQuery[k] = vs
-		} else {
+		if !strings.HasPrefix(k, basePrefix) {
 			d.Hidden[k] = vs
 		}
 	}
+	for _, k := range filterKeys {
+		d.BaseInputs = append(d.BaseInputs, baseInput{Name: basePrefix + k, Value: c.query.Get(basePrefix + k), Placeholder: basePlaceholders[k]})
+	}
+	d.Notes = v.capNotes(c)
 	for _, side := range []struct {
 		name string
 		n    int64
@@ -426,9 +438,13 @@ func (v *view) compare(w http.ResponseWriter, r *http.Request) {
 	abs.Set("normalize", "0")
 	norm.Del("normalize")
 	d.AbsoluteURL, d.NormalizedURL = comparePath(service, ptype, abs), comparePath(service, ptype, norm)
-	d.ThisDownload = downloadPath(service, ptype, selectionQuery(q))
-	// The base download: the base side's own filters (inherited ones too).
-	d.BaseDownload = downloadPath(service, ptype, baseFilters(q))
+	// The downloads hold what the page compares: each side's slots by the
+	// middle rule (slots=middle), the base side with its own filters
+	// (inherited ones too).
+	thisQ, baseQ := selectionQuery(q), baseFilters(q)
+	thisQ.Set(slotsParam, slotsMiddle)
+	baseQ.Set(slotsParam, slotsMiddle)
+	d.ThisDownload, d.BaseDownload = downloadPath(service, ptype, thisQ), downloadPath(service, ptype, baseQ)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := compareTemplate.Execute(w, d); err != nil {
 		v.set.Logger.Debug("profile view: comparison not written", zapErr(err))

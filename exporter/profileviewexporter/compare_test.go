@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -301,6 +302,15 @@ func TestCompareSideOverMemoryCap(t *testing.T) {
 	code, body = get(t, srv.URL+"/compare?"+q.Encode())
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.NotEmpty(t, changeRows(t, body))
+	assert.NotContains(t, body, "were dropped to stay under max_memory_mib")
+
+	// A base side given only as base.to starts at the window's start: it
+	// is served, and the page says the cap dropped its oldest profiles.
+	q.Del("base.from")
+	code, body = get(t, srv.URL+"/compare?"+q.Encode())
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "The base side starts at "+rfc(kept)+": profiles before it were dropped to stay under max_memory_mib")
+	assert.NotContains(t, body, "The this side starts at")
 }
 
 // TestPreviousWindow: the selection against the same length before it when
@@ -308,10 +318,101 @@ func TestCompareSideOverMemoryCap(t *testing.T) {
 // older.
 func TestPreviousWindow(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	this, base := previousWindow(selection{}, now, 5*time.Minute)
+	const width = 10 * time.Second
+	this, base, ok := previousWindow(selection{}, now, 5*time.Minute, width)
+	assert.True(t, ok)
 	assert.Equal(t, [2]time.Time{now.Add(-150 * time.Second), now}, this)
 	assert.Equal(t, [2]time.Time{now.Add(-5 * time.Minute), now.Add(-150 * time.Second)}, base)
-	this, base = previousWindow(selection{from: now.Add(-time.Minute).UnixNano()}, now, 5*time.Minute)
+	this, base, ok = previousWindow(selection{from: now.Add(-time.Minute).UnixNano()}, now, 5*time.Minute, width)
+	assert.True(t, ok)
 	assert.Equal(t, [2]time.Time{now.Add(-time.Minute), now}, this)
 	assert.Equal(t, [2]time.Time{now.Add(-2 * time.Minute), now.Add(-time.Minute)}, base)
+	// No link when a side would be shorter than a slot (a range of a slot's
+	// length or more holds the middle of one slot at least): a selection
+	// that ends before the window starts, or one shorter than two slots.
+	_, _, ok = previousWindow(selection{to: now.Add(-10 * time.Minute).UnixNano()}, now, 5*time.Minute, width)
+	assert.False(t, ok)
+	_, _, ok = previousWindow(selection{from: now.Add(-8 * time.Second).UnixNano()}, now, 5*time.Minute, width)
+	assert.False(t, ok)
+	_, _, ok = previousWindow(selection{from: now.Add(-20 * time.Second).UnixNano()}, now, 5*time.Minute, width)
+	assert.True(t, ok)
+}
+
+// TestCompareIndexOmitsAnEmptyPreviousWindow: an index selection shorter
+// than a slot (10 s of the default 5-minute window) has no "compare with the previous window" link (it would
+// be a 400), and keeps its other links.
+func TestCompareIndexOmitsAnEmptyPreviousWindow(t *testing.T) {
+	v, srv := newTestView(t, nil)
+	halves(t, v, time.Now())
+	code, body := get(t, srv.URL+"/?last=8s")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.NotContains(t, body, `class="compare"`)
+	code, body = get(t, srv.URL+"/?last=2m")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `class="compare"`)
+}
+
+// TestCompareDownloadsHoldWhatThePageCompares: two adjacent sides whose
+// boundary falls inside a slot: the page counts the slot on the side that
+// holds its middle, and so do the page's two downloads (slots=middle), so
+// go tool pprof -diff_base on them compares the same samples; a plain
+// download of the same range counts every slot it overlaps.
+func TestCompareDownloadsHoldWhatThePageCompares(t *testing.T) {
+	v, srv := newTestView(t, nil)
+	now := time.Now()
+	slot := time.Unix(0, now.Add(-2*time.Minute).UnixNano()/v.store.width*v.store.width)
+	b := newBatch()
+	p := b.profile("edge", "", "samples", "count", 1)
+	b.samples(p, b.stack("main.before"), 210, slot.Add(-30*time.Second), noTrace, noSpan)
+	b.samples(p, b.stack("main.edge"), 220, slot.Add(time.Second), noTrace, noSpan)
+	b.samples(p, b.stack("main.after"), 230, slot.Add(30*time.Second), noTrace, noSpan)
+	require.NoError(t, v.consume(context.Background(), b.pd))
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	boundary := slot.Add(3 * time.Second) // before the slot's middle: the slot is this side's
+	q := url.Values{"service": {"edge"}, "type": {"samples_count"},
+		"from": {rfc(boundary)}, "to": {rfc(now)},
+		"base.from": {rfc(slot.Add(-time.Minute))}, "base.to": {rfc(boundary)}}
+	code, body := get(t, srv.URL+"/compare?"+q.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `<span id="this-samples">450</span>`)
+	assert.Contains(t, body, `<span id="base-samples">210</span>`)
+	for _, side := range []struct {
+		cls  string
+		want int64
+	}{{"this", 450}, {"base", 210}} {
+		m := regexp.MustCompile(`class="download" href="([^"]+)">` + side.cls + `<`).FindStringSubmatch(body)
+		require.NotNil(t, m, body)
+		code, pb := get(t, srv.URL+html.UnescapeString(m[1]))
+		require.Equal(t, http.StatusOK, code, pb)
+		prof, err := profile.Parse(strings.NewReader(pb))
+		require.NoError(t, err)
+		assert.Equal(t, side.want, sumValues(prof), "the %s download", side.cls)
+	}
+	// A plain download of the base range takes the slot it overlaps too.
+	code, pb := get(t, srv.URL+downloadPath("edge", "samples_count", url.Values{"from": q["base.from"], "to": q["base.to"]}))
+	require.Equal(t, http.StatusOK, code, pb)
+	prof, err := profile.Parse(strings.NewReader(pb))
+	require.NoError(t, err)
+	assert.Equal(t, int64(430), sumValues(prof))
+	code, body = get(t, srv.URL+downloadPath("edge", "samples_count", url.Values{"slots": {"half"}}))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `slots: "half" is not overlap`)
+}
+
+// TestCompareFormKeepsEveryBaseFilter: the form that chooses the base side
+// has a field for each base.<filter>, filled with the comparison's, so
+// submitting it again keeps base.last, the namespace and the host.
+func TestCompareFormKeepsEveryBaseFilter(t *testing.T) {
+	v, srv := newTestView(t, nil)
+	halves(t, v, time.Now())
+	q := url.Values{"service": {"halves"}, "type": {"samples_count"}, "last": {"2m"},
+		"base.last": {"5m"}, "base.host.name": {"host-a"}}
+	code, body := get(t, srv.URL+"/compare?"+q.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	for _, k := range filterKeys {
+		want := `<input name="base.` + k + `" value="` + html.EscapeString(q.Get("base."+k)) + `"`
+		assert.Contains(t, body, want)
+	}
+	assert.Contains(t, body, `<input name="base.last" value="5m"`)
+	assert.Contains(t, body, `<input name="base.host.name" value="host-a"`)
 }

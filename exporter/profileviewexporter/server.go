@@ -67,11 +67,26 @@ func parseSelection(q url.Values, now time.Time) (selection, error) {
 		}
 		return sel, fmt.Errorf("%s: the range %s to %s is empty", name, time.Unix(0, sel.from).UTC().Format(time.RFC3339), time.Unix(0, sel.to).UTC().Format(time.RFC3339))
 	}
+	switch s := q.Get(slotsParam); s {
+	case "", slotsOverlap:
+	case slotsMiddle:
+		sel.midpoint = true
+	default:
+		return sel, fmt.Errorf("%s: %q is not %s (every slot that overlaps the range, the default) or %s (the slots whose middle is in it, as a comparison counts them)", slotsParam, s, slotsOverlap, slotsMiddle)
+	}
 	sel.namespace = q.Get("k8s.namespace.name")
 	sel.host = q.Get("host.name")
 	sel.version = q.Get("service.version")
 	return sel, nil
 }
+
+// slotsParam says which slots a time range takes: slotsOverlap (the
+// default) or slotsMiddle (a comparison's rule; its downloads carry it).
+const (
+	slotsParam   = "slots"
+	slotsOverlap = "overlap"
+	slotsMiddle  = "middle"
+)
 
 // filterKeys are a selection's query parameters, in a stable order.
 var filterKeys = []string{"last", "from", "to", "k8s.namespace.name", "host.name", "service.version"}
@@ -141,7 +156,7 @@ var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
 <a href="{{ui $s.Name .Key $.Filters}}top">top</a>
 <a href="{{ui $s.Name .Key $.Filters}}source">source</a>
 <a class="download" href="{{download $s.Name .Key $.Filters}}">download</a>
-<a class="compare" href="{{.Compare}}">compare with the previous window</a>
+{{if .Compare}}<a class="compare" href="{{.Compare}}">compare with the previous window</a>{{end}}
 {{range .Versions}}<a class="compare-version" data-version="{{.This}}" data-base-version="{{.Base}}" href="{{.URL}}">compare {{.This}} with {{.Base}}</a> {{end}}</span><br>
 {{end}}</td></tr>
 {{end}}</tbody></table>{{end}}
@@ -184,7 +199,7 @@ func (v *view) index(w http.ResponseWriter, r *http.Request) {
 // with several service.version values, each version against the one before
 // it (sorted by name) over the same range.
 func (v *view) compareLinks(services []*serviceSummary, sel selection, filters url.Values) {
-	this, base := previousWindow(sel, v.store.now(), v.cfg.Window)
+	this, base, ok := previousWindow(sel, v.store.now(), v.cfg.Window, time.Duration(v.store.width))
 	prev := url.Values{}
 	for _, k := range []string{"k8s.namespace.name", "host.name", "service.version"} {
 		if s := filters.Get(k); s != "" {
@@ -198,7 +213,9 @@ func (v *view) compareLinks(services []*serviceSummary, sel selection, filters u
 	for _, s := range services {
 		for i := range s.Types {
 			t := &s.Types[i]
-			t.Compare = comparePath(s.Name, t.Key, prev)
+			if ok {
+				t.Compare = comparePath(s.Name, t.Key, prev)
+			}
 			for j := 1; j < len(s.Versions); j++ {
 				q := cloneValues(filters)
 				q.Set("service.version", s.Versions[j])
@@ -311,7 +328,9 @@ func (v *view) ui(w http.ResponseWriter, r *http.Request) {
 	}
 	page := "/" + parts[3]
 	if page == "/download" {
-		// Of a comparison: this side (the compare page links both).
+		// Of a comparison: this side (the compare page links both), its
+		// slots counted as the comparison counts them.
+		sel.midpoint = sel.midpoint || isComparison(fq)
 		v.writeProfile(w, service, ptype, sel)
 		return
 	}
