@@ -24,12 +24,20 @@ import (
 const (
 	dropStorageFull = "storage_full"
 	dropQueueFull   = "queue_full"
+	dropMemoryLimit = "memory_limit"
 	dropOther       = "other"
 )
 
 // queueFullText is the message of the exporter helper's ErrQueueIsFull,
 // which lives in an internal package.
 const queueFullText = "sending queue is full"
+
+// memoryLimitText is the message of the memory_limiter's ErrDataRefused,
+// which lives in an internal package too. The memory_limiter counts no
+// refused profile samples itself (its refused_* metrics are for spans,
+// metric points and log records only), so this count is the one an alert
+// on an agent's memory limiter reads.
+const memoryLimitText = "data refused due to high memory usage"
 
 // countDrops is the next consumer of upstream's reporter with every refused
 // batch counted: the reporter logs the error and drops the batch (it sends
@@ -59,6 +67,8 @@ func dropReason(err error) string {
 		return dropStorageFull
 	case strings.Contains(err.Error(), queueFullText):
 		return dropQueueFull
+	case strings.Contains(err.Error(), memoryLimitText):
+		return dropMemoryLimit
 	}
 	return dropOther
 }
