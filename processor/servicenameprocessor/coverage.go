@@ -9,14 +9,6 @@ import (
 )
 
 const (
-	// coverageWindow is how long a process stays counted in
-	// otelcol_processor_service_name_processes after its last profile. The
-	// eBPF profiler reports a process only in the batches where it was on
-	// the CPU (or, with off-CPU profiles, waited), so a process that is
-	// mostly idle appears every few batches: a window of several reporter
-	// intervals counts it steadily; five minutes is the usual alerting
-	// resolution.
-	coverageWindow = 5 * time.Minute
 	// maxCoveredProcesses bounds the processes tracked (about 40 bytes
 	// each): far more than a node runs at once, and a bound on the memory
 	// whatever the resources that come through carry. Past it, the expired

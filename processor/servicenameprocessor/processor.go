@@ -36,7 +36,7 @@ func newServiceNameProcessor(set processor.Settings, cfg *Config) (*serviceNameP
 	}
 	p := &serviceNameProcessor{
 		namer: newNamer(cfg), telemetry: tb,
-		coverage: newCoverage(coverageWindow, maxCoveredProcesses), now: time.Now,
+		coverage: newCoverage(cfg.CoverageWindow, maxCoveredProcesses), now: time.Now,
 	}
 	var observeAttrs [numSources][]metric.ObserveOption
 	for s := range numSources {

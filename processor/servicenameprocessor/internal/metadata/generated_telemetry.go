@@ -89,7 +89,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorServiceNameProcesses, err = builder.meter.Int64ObservableGauge(
 		"otelcol_processor_service_name_processes",
-		metric.WithDescription("The agent's coverage of its node: processes (told apart by process.pid) whose profiles went through the processor in the last 5 minutes, by the rule that named them. Their sum is the processes the agent profiles; source otel_service_name those named by their OTEL_SERVICE_NAME, the k8s_* sources those named after their Kubernetes pod (k8s_workload: its workload), unknown_service those named unknown_service:<executable>. Every source is reported, 0 included. Resources without process.pid are not counted. [Alpha]"),
+		metric.WithDescription("The agent's coverage of its node: processes (told apart by process.pid) whose profiles went through the processor in the last coverage_window (5 minutes by default), by the rule that named them. Their sum is the processes the agent profiles; source otel_service_name those named by their OTEL_SERVICE_NAME, the k8s_* sources those named after their Kubernetes pod (k8s_workload: its workload), unknown_service those named unknown_service:<executable>. Every source is reported, 0 included. Resources without process.pid are not counted. [Alpha]"),
 		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
