@@ -8,12 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/nexovue/otelcol-nexovue/tests/ingest"
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
 // coverageGauge is the service_name processor's coverage of the node.
 const coverageGauge = "otelcol_processor_service_name_processes"
+
+// coverageWindow is the agent's coverage_window in the coverage test.
+const coverageWindow = "10s"
 
 // TestCoverageCountsNamedProcesses runs the shipped agent config (real eBPF
 // profiler) while four copies of a CPU burner run on the host: two named by
@@ -22,7 +27,10 @@ const coverageGauge = "otelcol_processor_service_name_processes"
 // other tests' processes too), so that the coverage gauge the agent serves
 // must read exactly 2 otel_service_name, 1 otel_resource_attributes, 1
 // unknown_service and 0 for every other source, once all four were
-// profiled (which their names at the double show).
+// profiled (which their names at the double show). Then the four stop:
+// past the agent's coverage_window (10 s here) every source reads 0, and a
+// real Prometheus with the shipped rules (shortened, as in
+// TestAlertsFireWithPrometheus) fires NexovueAgentProfilesNoProcess.
 func TestCoverageCountsNamedProcesses(t *testing.T) {
 	t.Parallel() // see main_test.go
 	root := testenv.RepoRoot(t)
@@ -42,14 +50,16 @@ func TestCoverageCountsNamedProcesses(t *testing.T) {
 		{prefix + "cart", "cart-cov", []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=cart-cov"}},
 		{prefix + "anon", "unknown_service:" + prefix + "anon", nil},
 	}
+	var burners []*testenv.Process
 	for _, p := range processes {
 		exe := burner
 		if filepath.Base(burner) != p.exe {
 			exe = copyExecutable(t, burner, p.exe)
 		}
-		// nice: four burners on a shared machine, until the test ends (at
-		// most 15 min: the agent may wait for other tests' agents to start).
-		testenv.Start(t, p.env, "nice", "-n", "10", exe, "900")
+		// nice: four burners on a shared machine, until the test stops
+		// them (at most 15 min: the agent may wait for other tests' agents
+		// to start).
+		burners = append(burners, testenv.Start(t, p.env, "nice", "-n", "10", exe, "900"))
 	}
 
 	dir := t.TempDir()
@@ -58,6 +68,8 @@ receivers:
   profiling:
     reporter_interval: 2s
 processors:
+  service_name:
+    coverage_window: %s
   filter/coverage:
     error_mode: ignore
     profile_conditions:
@@ -66,12 +78,15 @@ service:
   pipelines:
     profiles:
       processors: [memory_limiter, filter/coverage, span_links, service_name, symbolize, frame_limit]
-`, prefix))
+`, coverageWindow, prefix))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := startEBPFCollector(t, filepath.Join(root, "distributions", "otelcol-nexovue", "agent.yaml"), testenv.CollectorOptions{
 		Env: env, Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 	host, port := metricsEndpoint(env)
+	agentMetrics := host + ":" + port
+	prom := startPrometheus(t, map[string]string{jobAgent: agentMetrics},
+		shortRules(t, readRepoFile(t, "distributions", "monitoring", "otelcol-nexovue-rules.yaml")))
 
 	want := map[string]string{
 		"existing": "0", "otel_service_name": "2", "otel_resource_attributes": "1",
@@ -86,7 +101,7 @@ service:
 			return false, fmt.Errorf("the agent exited (%v)", err)
 		}
 		byService := srv.ServiceSamples()
-		text, err := scrapeText(host + ":" + port)
+		text, err := scrapeText(agentMetrics)
 		if err != nil {
 			return false, err
 		}
@@ -105,6 +120,27 @@ service:
 		return len(got) == len(want), nil
 	})
 	t.Logf("e2e coverage: %s by source %v", coverageGauge, got)
+
+	// The four stopped, the agent profiles no process of the test's (the
+	// filter keeps no other): once coverage_window has passed, every source
+	// reads 0 and NexovueAgentProfilesNoProcess fires.
+	for _, b := range burners {
+		b.Stop(10 * time.Second)
+	}
+	stopped := time.Now()
+	alive := func() error {
+		if ok, err := agent.Exited(); ok {
+			return fmt.Errorf("the agent exited (%v)", err)
+		}
+		return nil
+	}
+	waitFiring(t, prom, "NexovueAgentProfilesNoProcess", jobAgent, stopped,
+		"the last of its processes stopped (coverage_window "+coverageWindow+")", alive)
+	text, err := scrapeText(agentMetrics)
+	require.NoError(t, err)
+	for s, v := range gaugeBySource(text) {
+		require.Equal(t, "0", v, "%s{source=%q} once the processes stopped", coverageGauge, s)
+	}
 }
 
 // gaugeBySource returns the coverage gauge's values by source from a
