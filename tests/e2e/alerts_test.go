@@ -83,8 +83,7 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 	})
 	agentUp := time.Now()
 
-	prom := startPrometheus(t, map[string]string{jobAgent: agentMetrics, jobGateway: gwMetrics},
-		shortRules(t, readRepoFile(t, "distributions", "monitoring", "otelcol-nexovue-rules.yaml")))
+	prom := startRulesPrometheus(t, map[string]string{jobAgent: agentMetrics, jobGateway: gwMetrics})
 	t.Cleanup(func() {
 		if t.Failed() {
 			as, err := prom.alerts()
@@ -102,14 +101,7 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 			metricNames(text, scraped)
 		}
 	}
-	alive := func() error {
-		for name, p := range map[string]*testenv.Process{"agent": agent, "gateway": gateway} {
-			if ok, err := p.Exited(); ok {
-				return fmt.Errorf("the %s exited (%v)", name, err)
-			}
-		}
-		return nil
-	}
+	alive := stillRunning(map[string]*testenv.Process{"agent": agent, "gateway": gateway})
 
 	// Where the kernel cannot profile off-CPU (no kprobes), the agent says
 	// so with the gauge at 0 and NexovueOffCPUUnavailable must fire; where
@@ -315,4 +307,50 @@ func mustDuration(t testing.TB, s string) time.Duration {
 	d, err := time.ParseDuration(s)
 	require.NoError(t, err)
 	return d
+}
+
+// TestMemoryLimiterAlertFires runs the shipped agent.yaml (real eBPF
+// profiler) with its memory_limiter's limit at 16 MiB, far below what the
+// agent holds: the real memory_limiter refuses the profiler's batches, the
+// profiling receiver counts them as reason memory_limit (it matches the
+// memory_limiter's error by its text), and a real Prometheus with the
+// shipped rules (shortened) fires NexovueMemoryLimiterRefusing.
+func TestMemoryLimiterAlertFires(t *testing.T) {
+	t.Parallel() // see main_test.go
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
+	dir := t.TempDir()
+	overlay := writeFile(t, dir, "overlay.yaml", `
+receivers:
+  profiling:
+    reporter_interval: 2s
+processors:
+  memory_limiter:
+    check_interval: 1s
+    limit_mib: 16
+    spike_limit_mib: 4
+`)
+	env := agentEnv(t, srv.URL(), dir)
+	agent := startEBPFCollector(t, filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml"),
+		testenv.CollectorOptions{Env: env, Args: []string{"--config", overlay, testenv.FeatureGate}})
+	started := time.Now()
+	host, port := metricsEndpoint(env)
+	agentMetrics := host + ":" + port
+	prom := startRulesPrometheus(t, map[string]string{jobAgent: agentMetrics})
+	alive := stillRunning(map[string]*testenv.Process{"agent": agent})
+	waitFiring(t, prom, "NexovueMemoryLimiterRefusing", jobAgent, started,
+		"the start of an agent whose memory_limiter allows 16 MiB", alive)
+
+	text, err := scrapeText(agentMetrics)
+	require.NoError(t, err)
+	var dropped []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "otelcol_receiver_profiling_samples_dropped{") {
+			dropped = append(dropped, l)
+		}
+	}
+	require.NotEmpty(t, dropped)
+	for _, l := range dropped {
+		require.Contains(t, l, `reason="memory_limit"`, "every refused batch is the memory limiter's: %v", dropped)
+	}
+	t.Logf("the agent's drops: %v", dropped)
 }

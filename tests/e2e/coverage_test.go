@@ -85,8 +85,8 @@ service:
 	})
 	host, port := metricsEndpoint(env)
 	agentMetrics := host + ":" + port
-	prom := startPrometheus(t, map[string]string{jobAgent: agentMetrics},
-		shortRules(t, readRepoFile(t, "distributions", "monitoring", "otelcol-nexovue-rules.yaml")))
+	prom := startRulesPrometheus(t, map[string]string{jobAgent: agentMetrics})
+	alive := stillRunning(map[string]*testenv.Process{"agent": agent})
 
 	want := map[string]string{
 		"existing": "0", "otel_service_name": "2", "otel_resource_attributes": "1",
@@ -97,8 +97,8 @@ service:
 	var seen string
 	testenv.LastSeen(t, &seen)
 	testenv.WaitFor(t, 3*time.Minute, "the four burners at the double and the coverage gauge counting them", func() (bool, error) {
-		if ok, err := agent.Exited(); ok {
-			return false, fmt.Errorf("the agent exited (%v)", err)
+		if err := alive(); err != nil {
+			return false, err
 		}
 		byService := srv.ServiceSamples()
 		text, err := scrapeText(agentMetrics)
@@ -128,12 +128,6 @@ service:
 		b.Stop(10 * time.Second)
 	}
 	stopped := time.Now()
-	alive := func() error {
-		if ok, err := agent.Exited(); ok {
-			return fmt.Errorf("the agent exited (%v)", err)
-		}
-		return nil
-	}
 	waitFiring(t, prom, "NexovueAgentProfilesNoProcess", jobAgent, stopped,
 		"the last of its processes stopped (coverage_window "+coverageWindow+")", alive)
 	text, err := scrapeText(agentMetrics)

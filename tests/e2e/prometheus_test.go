@@ -39,11 +39,6 @@ const (
 	rulesUptime = "20"
 )
 
-// shippedRulesPath is the rules file users load.
-func shippedRulesPath(t testing.TB) string {
-	return filepath.Join(testenv.RepoRoot(t), "distributions", "monitoring", "otelcol-nexovue-rules.yaml")
-}
-
 var (
 	rangeRE  = regexp.MustCompile(`\[\d+[smh]\]`)
 	forRE    = regexp.MustCompile(`(?m)^(\s+for: )\S+$`)
@@ -65,6 +60,25 @@ func shortRules(t testing.TB, text string) string {
 	text = rangeRE.ReplaceAllString(text, "["+rulesWindow+"]")
 	text = forRE.ReplaceAllString(text, "${1}"+rulesFor)
 	return uptimeRE.ReplaceAllString(text, "otelcol_process_uptime > "+rulesUptime)
+}
+
+// startRulesPrometheus is startPrometheus with the shipped rules, shortened.
+func startRulesPrometheus(t testing.TB, jobs map[string]string) *prometheus {
+	t.Helper()
+	return startPrometheus(t, jobs, shortRules(t, readRepoFile(t, "distributions", "monitoring", "otelcol-nexovue-rules.yaml")))
+}
+
+// stillRunning returns a check that fails once one of the named processes has
+// exited, for the waits of a test.
+func stillRunning(procs map[string]*testenv.Process) func() error {
+	return func() error {
+		for name, p := range procs {
+			if ok, err := p.Exited(); ok {
+				return fmt.Errorf("the %s exited (%v)", name, err)
+			}
+		}
+		return nil
+	}
 }
 
 // prometheus is a Prometheus server started by the test.
