@@ -12,8 +12,10 @@
 # debug file (libc6-dbg) and binutils for the symbolize processor, lld (a Go
 # binary linked externally by lld, internal/gopclntab), and what
 # internal/debugfile's tests use: Debian's debuginfod server, xz and
-# libbinutils-dbg (DWZ-compressed debug info), and chromium (the profile
-# view's browser tests drive it headless). Idempotent.
+# libbinutils-dbg (DWZ-compressed debug info), chromium (the profile
+# view's browser tests drive it headless), and prometheus (the server and
+# promtool: the alert rules of distributions/monitoring are checked by
+# promtool and evaluated by a real Prometheus). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
 	echo "prereqs: run as root (the eBPF and container tests need it)" >&2
@@ -46,6 +48,8 @@ declare -A need=(
 	[objcopy]=binutils
 	[ld.lld]=lld
 	[chromium]=chromium
+	[prometheus]=prometheus
+	[promtool]=prometheus
 )
 pkgs=()
 for cmd in "${!need[@]}"; do
@@ -84,6 +88,12 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 	echo "prereqs: installing ${pkgs[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+# Debian's prometheus package enables a Prometheus service (on :9090) where
+# systemd runs: the tests start their own, on loopback, so it is stopped.
+if command -v systemctl >/dev/null && systemctl is-enabled prometheus.service >/dev/null 2>&1; then
+	systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	echo "prereqs: stopped and disabled the prometheus service the package enabled (the tests start their own)"
 fi
 if ! command -v kubectl >/dev/null && ! command -v kustomize >/dev/null; then
 	echo "prereqs: installing kustomize (no kubectl on this machine)"

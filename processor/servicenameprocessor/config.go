@@ -5,6 +5,7 @@ package servicenameprocessor // import "github.com/nexovue/otelcol-nexovue/proce
 
 import (
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 )
@@ -18,6 +19,18 @@ const (
 	minMaxValueLength = 32
 	// maxMaxValueLength is the largest bound accepted.
 	maxMaxValueLength = 4096
+
+	// defaultCoverageWindow is how long a process stays counted in
+	// otelcol_processor_service_name_processes after its last profile. The
+	// eBPF profiler reports a process only in the batches where it was on
+	// the CPU (or, with off-CPU profiles, waited), so a process that is
+	// mostly idle appears every few batches: a window of many reporter
+	// intervals counts it steadily; five minutes is the usual alerting
+	// resolution.
+	defaultCoverageWindow = 5 * time.Minute
+	// minCoverageWindow and maxCoverageWindow bound coverage_window.
+	minCoverageWindow = time.Second
+	maxCoverageWindow = 24 * time.Hour
 )
 
 // Config is the configuration of the service_name processor.
@@ -36,6 +49,11 @@ type Config struct {
 	// Kubernetes names the processes of pods after their pod, from the
 	// attributes k8s_attributes adds (see README, "Kubernetes").
 	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
+
+	// CoverageWindow is how long a process stays counted in the coverage
+	// gauge, otelcol_processor_service_name_processes, after its last
+	// profile (see README, "Coverage").
+	CoverageWindow time.Duration `mapstructure:"coverage_window"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -62,6 +80,7 @@ func createDefaultConfig() component.Config {
 		KeepEnvAttributes: false,
 		MaxValueLength:    defaultMaxValueLength,
 		Kubernetes:        KubernetesConfig{Enabled: false, UseLabels: true},
+		CoverageWindow:    defaultCoverageWindow,
 	}
 }
 
@@ -70,6 +89,10 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxValueLength < minMaxValueLength || cfg.MaxValueLength > maxMaxValueLength {
 		return fmt.Errorf("max_value_length: must be between %d and %d bytes, got %d",
 			minMaxValueLength, maxMaxValueLength, cfg.MaxValueLength)
+	}
+	if cfg.CoverageWindow < minCoverageWindow || cfg.CoverageWindow > maxCoverageWindow {
+		return fmt.Errorf("coverage_window: must be between %s and %s, got %s",
+			minCoverageWindow, maxCoverageWindow, cfg.CoverageWindow)
 	}
 	return nil
 }

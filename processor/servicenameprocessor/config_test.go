@@ -6,6 +6,7 @@ package servicenameprocessor
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,19 +28,27 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{
 			id:       component.NewID(metadata.Type),
-			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}},
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}, CoverageWindow: 5 * time.Minute},
 		},
 		{
 			id:       component.NewIDWithName(metadata.Type, "keep_env"),
-			expected: &Config{KeepEnvAttributes: true, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}},
+			expected: &Config{KeepEnvAttributes: true, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}, CoverageWindow: 5 * time.Minute},
 		},
 		{
 			id:       component.NewIDWithName(metadata.Type, "long_values"),
-			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 1024, Kubernetes: KubernetesConfig{UseLabels: true}},
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 1024, Kubernetes: KubernetesConfig{UseLabels: true}, CoverageWindow: 5 * time.Minute},
 		},
 		{
 			id:       component.NewIDWithName(metadata.Type, "kubernetes"),
-			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{Enabled: true, UseLabels: false}},
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{Enabled: true, UseLabels: false}, CoverageWindow: 5 * time.Minute},
+		},
+		{
+			id:       component.NewIDWithName(metadata.Type, "short_coverage_window"),
+			expected: &Config{KeepEnvAttributes: false, MaxValueLength: 255, Kubernetes: KubernetesConfig{UseLabels: true}, CoverageWindow: 30 * time.Second},
+		},
+		{
+			id:          component.NewIDWithName(metadata.Type, "coverage_window_zero"),
+			errContains: "coverage_window: must be between 1s and 24h0m0s, got 0s",
 		},
 		{
 			id:          component.NewIDWithName(metadata.Type, "too_short"),

@@ -8,6 +8,7 @@ package profilingreceiver // import "github.com/nexovue/otelcol-nexovue/receiver
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/xconsumer"
@@ -24,8 +25,17 @@ import (
 const (
 	dropStorageFull = "storage_full"
 	dropQueueFull   = "queue_full"
+	dropMemoryLimit = "memory_limit"
 	dropOther       = "other"
 )
+
+// memoryLimitText is the message of the memory_limiter's ErrDataRefused,
+// which lives in an internal package (go.opentelemetry.io/collector/internal/memorylimiter),
+// so it is matched by its text. The memory_limiter counts no refused
+// profile samples itself (its refused_* metrics are for spans, metric
+// points and log records only), so this count is the one an alert on an
+// agent's memory limiter reads.
+const memoryLimitText = "data refused due to high memory usage"
 
 // countDrops is the next consumer of upstream's reporter with every refused
 // batch counted: the reporter logs the error and drops the batch (it sends
@@ -55,6 +65,8 @@ func dropReason(err error) string {
 		return dropStorageFull
 	case errors.Is(err, exporterhelper.ErrQueueIsFull):
 		return dropQueueFull
+	case strings.Contains(err.Error(), memoryLimitText):
+		return dropMemoryLimit
 	}
 	return dropOther
 }

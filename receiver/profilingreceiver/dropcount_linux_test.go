@@ -41,7 +41,7 @@ func profilesWith(n int) pprofile.Profiles {
 // TestDropsCountedByReason: the next consumer upstream's reporter sends to
 // counts each refused batch and its samples by reason: the queue storage
 // full (as queue_storage refuses, through the exporter's queue), the queue
-// full, anything else; accepted batches are not counted.
+// full, the memory_limiter refusing, anything else; accepted batches are not counted.
 func TestDropsCountedByReason(t *testing.T) {
 	tt := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
@@ -51,6 +51,7 @@ func TestDropsCountedByReason(t *testing.T) {
 		errors.Join(errors.New("part 1"), fmt.Errorf("exporter: %w", storage.ErrStorageFull)),
 		fmt.Errorf("exporter: %w", exporterhelper.ErrQueueIsFull),
 		errors.New("data refused due to high memory usage"),
+		errors.New("connection refused"),
 	}
 	i := 0
 	next, err := xconsumer.NewProfiles(func(context.Context, pprofile.Profiles) error {
@@ -74,11 +75,13 @@ func TestDropsCountedByReason(t *testing.T) {
 	metadatatest.AssertEqualReceiverProfilingBatchesDropped(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 2, Attributes: reason("storage_full")},
 		{Value: 1, Attributes: reason("queue_full")},
+		{Value: 1, Attributes: reason("memory_limit")},
 		{Value: 1, Attributes: reason("other")},
 	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualReceiverProfilingSamplesDropped(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 20 + 30, Attributes: reason("storage_full")},
 		{Value: 40, Attributes: reason("queue_full")},
-		{Value: 50, Attributes: reason("other")},
+		{Value: 50, Attributes: reason("memory_limit")},
+		{Value: 60, Attributes: reason("other")},
 	}, metricdatatest.IgnoreTimestamp())
 }

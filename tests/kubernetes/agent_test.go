@@ -169,6 +169,34 @@ func (run *agentRun) k8sCounters() string {
 	return strings.Join(lines, "\n")
 }
 
+// coverageBySource returns the agent's coverage gauge,
+// otelcol_processor_service_name_processes, by source.
+func (run *agentRun) coverageBySource() (map[string]string, error) {
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(run.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	const prefix = `otelcol_processor_service_name_processes{source="`
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if source, value, ok := strings.Cut(rest, `"} `); ok {
+				out[source] = value
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no otelcol_processor_service_name_processes in the agent's metrics")
+	}
+	return out, nil
+}
+
 // configArgs is a --config flag per file.
 func configArgs(files []string) []string {
 	var args []string

@@ -147,6 +147,30 @@ func TestKubernetesNaming(t *testing.T) {
 		t.Errorf("host process: want unknown_service:%s and no k8s attributes, got %v", burnerExe, o.attrs)
 	}
 
+	// The agent's coverage gauge counts the pods' processes by the rule that
+	// named them. The k8s_* sources are exact: only this cluster's pods are
+	// enriched by this agent (the host's other processes, other tests'
+	// included, are in none of its pods): the annotated pod, the two
+	// labelled ones, the seven processes named after their workload
+	// (checkout's two containers, the other checkout, db, logagent,
+	// nightly, migrate) and the bare pod.
+	wantCoverage := map[string]string{"k8s_annotation": "1", "k8s_label": "2", "k8s_workload": "7", "k8s_pod": "1"}
+	var coverage map[string]string
+	testenv.WaitFor(t, time.Minute, "the coverage gauge to count the pods' processes by rule", func() (bool, error) {
+		var err error
+		coverage, err = run.coverageBySource()
+		if err != nil {
+			return false, err
+		}
+		for s, v := range wantCoverage {
+			if coverage[s] != v {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("otelcol_processor_service_name_processes by source: %v", coverage)
+
 	// The late pod and the deleted pod are apart (their own pods and
 	// processes): they run side by side, and both end before the API server
 	// stops.

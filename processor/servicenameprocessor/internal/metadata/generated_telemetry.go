@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -26,6 +28,7 @@ type TelemetryBuilder struct {
 	meter                              metric.Meter
 	mu                                 sync.Mutex
 	registrations                      []metric.Registration
+	ProcessorServiceNameProcesses      metric.Int64ObservableGauge
 	ProcessorServiceNameResources      metric.Int64Counter
 	ProcessorServiceNameSkippedEntries metric.Int64Counter
 }
@@ -39,6 +42,31 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterProcessorServiceNameProcessesCallback sets callback for observable ProcessorServiceNameProcesses metric.
+func (builder *TelemetryBuilder) RegisterProcessorServiceNameProcessesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorServiceNameProcesses, obs: o})
+		return nil
+	}, builder.ProcessorServiceNameProcesses)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -59,6 +87,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ProcessorServiceNameProcesses, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_service_name_processes",
+		metric.WithDescription("The agent's coverage of its node: processes (told apart by process.pid) whose profiles went through the processor in the last coverage_window (5 minutes by default), by the rule that named them. Their sum is the processes the agent profiles; source otel_service_name those named by their OTEL_SERVICE_NAME, the k8s_* sources those named after their Kubernetes pod (k8s_workload: its workload), unknown_service those named unknown_service:<executable>. Every source is reported, 0 included. Resources without process.pid are not counted. [Alpha]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorServiceNameResources, err = builder.meter.Int64Counter(
 		"otelcol_processor_service_name_resources",
 		metric.WithDescription("Number of resources the processor gave a service.name to (or kept it on), by the rule that named them. [Alpha]"),

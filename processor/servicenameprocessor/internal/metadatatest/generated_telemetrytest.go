@@ -21,6 +21,20 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 	return set
 }
 
+func AssertEqualProcessorServiceNameProcesses(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_service_name_processes",
+		Description: "The agent's coverage of its node: processes (told apart by process.pid) whose profiles went through the processor in the last coverage_window (5 minutes by default), by the rule that named them. Their sum is the processes the agent profiles; source otel_service_name those named by their OTEL_SERVICE_NAME, the k8s_* sources those named after their Kubernetes pod (k8s_workload: its workload), unknown_service those named unknown_service:<executable>. Every source is reported, 0 included. Resources without process.pid are not counted. [Alpha]",
+		Unit:        "{process}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_service_name_processes")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorServiceNameResources(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_service_name_resources",

@@ -62,7 +62,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ReceiverProfilingBatchesDropped, err = builder.meter.Int64Counter(
 		"otelcol_receiver_profiling_batches_dropped",
-		metric.WithDescription("Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), other. [Development]"),
+		metric.WithDescription("Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), memory_limit (the memory_limiter refused it: the agent is over its soft memory limit), other. [Development]"),
 		metric.WithUnit("{batch}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) receiver.Settings {
 func AssertEqualReceiverProfilingBatchesDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_profiling_batches_dropped",
-		Description: "Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), other. [Development]",
+		Description: "Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), memory_limit (the memory_limiter refused it: the agent is over its soft memory limit), other. [Development]",
 		Unit:        "{batch}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
