@@ -212,7 +212,8 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 # the background builds at idle priority beside them, 93.4/95.9/95.9%: the
 # fleet with Retry-After met a second 429 episode, above its 90% floor):
 #   e2e-serial  throttle, one agent's pacing, the gateway tier, profile
-#               metrics, key routing and the bench harness's runs
+#               metrics, key routing, the bench harness's runs and the
+#               exec storm (its agents' CPU time is a figure)
 #               (E2E_SERIAL), one after the other;
 #   e2e-alone   the fleet pacing tests (E2E_ALONE), one after the other:
 #               eight collectors must reach 90% of the key's limit (in a
@@ -239,7 +240,7 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 # them; the cause was the test's launch of the pod's process (it entered its
 # cgroup after the profiler had met it, see docs/development.md), not
 # the load.
-E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing
+E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing|TestShortLivedExecStorm
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 E2E_TEST := $(TEST_LOG_DIR)/e2e.test
