@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/xconsumer"
@@ -33,8 +34,14 @@ const ExecSyncUnavailableMessage = "exec_sync_per_second is set but processes ca
 // execSyncHook is what attachExecSync returns: the attached program.
 type execSyncHook interface {
 	State() (execsync.State, error)
+	// Latency watches the last exec recorded (execsync.Hook.Latency).
+	Latency(context.Context) (time.Duration, int, error)
 	Close() error
 }
+
+// latencyEvery is how often the receiver watches an exec for
+// otelcol_receiver_profiling_exec_sync_latency (a variable for the tests).
+var latencyEvery = time.Second
 
 // attachExecSync finds upstream's maps in this process and attaches the
 // exec program. It refuses where the collector is not in the initial PID
@@ -99,12 +106,20 @@ type execSyncReceiver struct {
 	perSecond uint64
 	attach    func(uint64) (execSyncHook, error)
 	hook      execSyncHook
+	// stop ends the latency watch; done is closed when it has ended.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 var (
 	outcomeSynchronised = metric.WithAttributes(attribute.String("outcome", "synchronised"))
 	outcomeOverRate     = metric.WithAttributes(attribute.String("outcome", "over_rate"))
 	outcomeMapFull      = metric.WithAttributes(attribute.String("outcome", "pid_events_full"))
+	readAttrs           = map[int]metric.AddOption{
+		execsync.Read:    metric.WithAttributes(attribute.String("read", "read")),
+		execsync.Gone:    metric.WithAttributes(attribute.String("read", "gone")),
+		execsync.NotRead: metric.WithAttributes(attribute.String("read", "not_read")),
+	}
 )
 
 // Start starts upstream's receiver, then attaches the program. Where it
@@ -120,6 +135,9 @@ func (r *execSyncReceiver) Start(ctx context.Context, h component.Host) error {
 	}
 	r.hook = hook
 	r.logger.Info("processes are synchronised when they exec", zap.Uint64("exec_sync_per_second", r.perSecond))
+	watch, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stop, r.done = stop, make(chan struct{})
+	go r.watchLatency(watch)
 	return r.tb.RegisterReceiverProfilingExecSyncExecsCallback(func(_ context.Context, o metric.Int64Observer) error {
 		st, err := hook.State()
 		if err != nil {
@@ -132,8 +150,42 @@ func (r *execSyncReceiver) Start(ctx context.Context, h component.Host) error {
 	})
 }
 
-// Shutdown detaches the program before upstream's maps go.
+// watchLatency records, every latencyEvery, how long the last exec
+// recorded took to be read, until ctx ends.
+func (r *execSyncReceiver) watchLatency(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(latencyEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		d, outcome, err := r.hook.Latency(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.logger.Debug("exec sync latency", zap.Error(err))
+			}
+			continue
+		}
+		if attrs, ok := readAttrs[outcome]; ok {
+			r.tb.ReceiverProfilingExecSyncSampled.Add(ctx, 1, attrs)
+		}
+		if outcome == execsync.Read {
+			r.tb.ReceiverProfilingExecSyncLatency.Record(ctx, float64(d)/float64(time.Millisecond))
+		}
+	}
+}
+
+// Shutdown ends the latency watch and detaches the program before
+// upstream's maps go.
 func (r *execSyncReceiver) Shutdown(ctx context.Context) error {
+	if r.stop != nil {
+		r.stop()
+		<-r.done
+		r.stop = nil
+	}
 	var err error
 	if r.hook != nil {
 		err = r.hook.Close()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,12 +33,25 @@ import (
 )
 
 type fakeHook struct {
-	st     execsync.State
-	closed bool
+	st       execsync.State
+	closed   bool
+	latency  time.Duration
+	outcomes chan int // what Latency reports, in turn; NoExec once empty
 }
 
 func (h *fakeHook) State() (execsync.State, error) { return h.st, nil }
 func (h *fakeHook) Close() error                   { h.closed = true; return nil }
+func (h *fakeHook) Latency(context.Context) (time.Duration, int, error) {
+	select {
+	case o := <-h.outcomes:
+		if o == execsync.Read {
+			return h.latency, o, nil
+		}
+		return 0, o, nil
+	default:
+		return 0, execsync.NoExec, nil
+	}
+}
 
 // startExecSync runs withExecSync with perSecond, and an attach that returns
 // hook or err; it returns the configuration upstream's create was given,
@@ -72,7 +86,7 @@ func startExecSync(t *testing.T, perSecond int, hook *fakeHook, err error) (*con
 }
 
 func TestExecSyncAttachesAfterStartAndCounts(t *testing.T) {
-	hook := &fakeHook{st: execsync.State{Synced: 7, Skipped: 2, Failed: 1}}
+	hook := &fakeHook{st: execsync.State{Synced: 7, Skipped: 2, Failed: 1}, outcomes: make(chan int)}
 	_, rate, r, _, tt := startExecSync(t, 300, hook, nil)
 	assert.Equal(t, uint64(300), rate)
 	assert.True(t, r.(*execSyncReceiver).Profiles.(*fakeProfiles).started)
@@ -119,4 +133,31 @@ func TestNestedPIDNamespace(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tx\n"), 0o600))
 	_, err := nestedPIDNamespace(filepath.Join(dir, "status"))
 	assert.ErrorContains(t, err, "NSpid")
+}
+
+// TestExecSyncLatencyIsRecorded: the watch records the latency of an exec
+// read, and counts each exec watched by whether it was read.
+func TestExecSyncLatencyIsRecorded(t *testing.T) {
+	every := latencyEvery
+	latencyEvery = 5 * time.Millisecond
+	t.Cleanup(func() { latencyEvery = every })
+	hook := &fakeHook{latency: 7 * time.Millisecond, outcomes: make(chan int, 3)}
+	hook.outcomes <- execsync.Read
+	hook.outcomes <- execsync.Gone
+	hook.outcomes <- execsync.NotRead
+	_, _, r, _, tt := startExecSync(t, 500, hook, nil)
+	require.Eventually(t, func() bool { return len(hook.outcomes) == 0 }, 10*time.Second, time.Millisecond)
+	// Stopping the watch waits for the Latency call under way.
+	require.NoError(t, r.Shutdown(context.Background()))
+	metadatatest.AssertEqualReceiverProfilingExecSyncSampled(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("read", "read"))},
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("read", "gone"))},
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("read", "not_read"))},
+	}, metricdatatest.IgnoreTimestamp())
+	m, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_latency")
+	require.NoError(t, err)
+	h := m.Data.(metricdata.Histogram[float64]).DataPoints
+	require.Len(t, h, 1)
+	assert.Equal(t, uint64(1), h[0].Count)
+	assert.InDelta(t, 7.0, h[0].Sum, 1e-9)
 }

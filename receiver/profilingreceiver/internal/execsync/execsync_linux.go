@@ -46,19 +46,23 @@ const (
 	PIDEventsMap     = "pid_events"
 	ReportEventsMap  = "report_events"
 	InhibitEventsMap = "inhibit_events"
-	MetricsMap       = "metrics"
+	// PIDMappingsMap is pid_page_to_mapping_info, cut to the kernel's 15
+	// characters of a map's name.
+	PIDMappingsMap = "pid_page_to_map"
 )
 
-// Maps are upstream's maps that Program writes to, and its metrics.
+// Maps are upstream's maps that the program writes to, and the one that
+// says which processes upstream has read.
 type Maps struct {
 	PIDEvents, ReportEvents, InhibitEvents *ebpf.Map
-	// Metrics is upstream's per-CPU array of counters (may be nil).
-	Metrics *ebpf.Map
+	// PIDMappings is pid_page_to_mapping_info (may be nil: Latency then
+	// reports nothing).
+	PIDMappings *ebpf.Map
 }
 
 // Close closes the descriptors FindMaps opened.
 func (m *Maps) Close() {
-	for _, x := range []*ebpf.Map{m.PIDEvents, m.ReportEvents, m.InhibitEvents, m.Metrics} {
+	for _, x := range []*ebpf.Map{m.PIDEvents, m.ReportEvents, m.InhibitEvents, m.PIDMappings} {
 		if x != nil {
 			x.Close()
 		}
@@ -99,7 +103,7 @@ func findMaps(proc string) (*Maps, error) {
 			continue
 		}
 		switch name := info.Name; name {
-		case PIDEventsMap, ReportEventsMap, InhibitEventsMap, MetricsMap:
+		case PIDEventsMap, ReportEventsMap, InhibitEventsMap, PIDMappingsMap:
 			if found[name] != nil {
 				m.Close()
 				for _, x := range found {
@@ -112,7 +116,7 @@ func findMaps(proc string) (*Maps, error) {
 			m.Close()
 		}
 	}
-	maps := &Maps{PIDEvents: found[PIDEventsMap], ReportEvents: found[ReportEventsMap], InhibitEvents: found[InhibitEventsMap], Metrics: found[MetricsMap]}
+	maps := &Maps{PIDEvents: found[PIDEventsMap], ReportEvents: found[ReportEventsMap], InhibitEvents: found[InhibitEventsMap], PIDMappings: found[PIDMappingsMap]}
 	var missing []string
 	for _, n := range []string{PIDEventsMap, ReportEventsMap, InhibitEventsMap} {
 		if found[n] == nil {
@@ -151,7 +155,9 @@ const (
 	offSkipped   = 32
 	offFailed    = 40
 	offTriggered = 48
-	stateSize    = 56
+	offLastID    = 56 // the pid_events key of the last exec recorded
+	offLastTime  = 64 // and when (bpf_ktime_get_ns: CLOCK_MONOTONIC)
+	stateSize    = 72
 )
 
 // State is what the program counted since it was loaded.
@@ -173,6 +179,8 @@ type Hook struct {
 	state *ebpf.Map
 	prog  *ebpf.Program
 	link  link.Link
+	// The exec Latency took last.
+	lastID, lastTime uint64
 }
 
 // Attach loads the program with perSecond as its rate limit and attaches it
@@ -265,6 +273,7 @@ const (
 //	if (__sync_add(&s->count, 1) > s->limit) { __sync_add(&s->skipped, 1); return 0; }
 //	if (update(&pid_events, &id, &true, BPF_ANY)) { __sync_add(&s->failed, 1); return 0; }
 //	__sync_add(&s->synced, 1);
+//	s->last_id = id; s->last_time = bpf_ktime_get_ns();
 //	if (lookup(&inhibit_events, &type)) return 0;
 //	if (update(&inhibit_events, &type, &true, BPF_NOEXIST)) return 0;
 //	perf_event_output(ctx, &report_events, BPF_F_CURRENT_CPU, &type, 4);
@@ -315,6 +324,12 @@ func instructions(maps *Maps, state *ebpf.Map) asm.Instructions {
 	add(update(maps.PIDEvents, slotPIDTID, bpfAny)...)
 	add(asm.JNE.Imm(asm.R0, 0, "failed"))
 	add(count(offSynced)...)
+	add(
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R7, offLastTime, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slotPIDTID, asm.DWord),
+		asm.StoreMem(asm.R7, offLastID, asm.R1, asm.DWord),
+	)
 	add(
 		asm.LoadMapPtr(asm.R1, maps.InhibitEvents.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),

@@ -30,6 +30,8 @@ type TelemetryBuilder struct {
 	registrations                    []metric.Registration
 	ReceiverProfilingBatchesDropped  metric.Int64Counter
 	ReceiverProfilingExecSyncExecs   metric.Int64ObservableCounter
+	ReceiverProfilingExecSyncLatency metric.Float64Histogram
+	ReceiverProfilingExecSyncSampled metric.Int64Counter
 	ReceiverProfilingOffCPUAvailable metric.Int64Gauge
 	ReceiverProfilingSamplesDropped  metric.Int64Counter
 }
@@ -97,6 +99,19 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverProfilingExecSyncExecs, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_profiling_exec_sync_execs",
 		metric.WithDescription("Execs seen by the program that has the profiler synchronise a process when it execs (exec_sync_per_second above 0), by outcome: synchronised (the process was queued for the profiler to read its mappings at once), over_rate (above exec_sync_per_second in that second: left to the profiler's own reporting, which drops the process's first sample), pid_events_full (the profiler's queue of processes to synchronise was full). Samples the profiler dropped because their process was not synchronised yet are its own metric bpf.num_proc_new. [Development]"),
+		metric.WithUnit("{exec}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingExecSyncLatency, err = builder.meter.Float64Histogram(
+		"otelcol_receiver_profiling_exec_sync_latency",
+		metric.WithDescription("Time from a process's exec to when the profiler had read it (its memory mappings), for at most one exec a second: the last one the exec program recorded, watched every 200 µs for at most 1 s. Recorded only for a process read before it ended (otelcol_receiver_profiling_exec_sync_sampled). [Development]"),
+		metric.WithUnit("ms"),
+		metric.WithExplicitBucketBoundaries([]float64{0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}...),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingExecSyncSampled, err = builder.meter.Int64Counter(
+		"otelcol_receiver_profiling_exec_sync_sampled",
+		metric.WithDescription("Execs watched for otelcol_receiver_profiling_exec_sync_latency, by whether the profiler had read the process (read), the process ended first (gone), or neither within 1 s (not_read). [Development]"),
 		metric.WithUnit("{exec}"),
 	)
 	errs = errors.Join(errs, err)

@@ -53,6 +53,37 @@ func AssertEqualReceiverProfilingExecSyncExecs(t *testing.T, tt *componenttest.T
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverProfilingExecSyncLatency(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_profiling_exec_sync_latency",
+		Description: "Time from a process's exec to when the profiler had read it (its memory mappings), for at most one exec a second: the last one the exec program recorded, watched every 200 µs for at most 1 s. Recorded only for a process read before it ended (otelcol_receiver_profiling_exec_sync_sampled). [Development]",
+		Unit:        "ms",
+		Data: metricdata.Histogram[float64]{
+			Temporality: metricdata.CumulativeTemporality,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_latency")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverProfilingExecSyncSampled(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_profiling_exec_sync_sampled",
+		Description: "Execs watched for otelcol_receiver_profiling_exec_sync_latency, by whether the profiler had read the process (read), the process ended first (gone), or neither within 1 s (not_read). [Development]",
+		Unit:        "{exec}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_sampled")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverProfilingOffCPUAvailable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_profiling_off_cpu_available",

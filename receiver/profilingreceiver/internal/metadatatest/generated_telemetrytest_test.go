@@ -25,12 +25,20 @@ func TestSetupTelemetry(t *testing.T) {
 		return nil
 	}))
 	tb.ReceiverProfilingBatchesDropped.Add(context.Background(), 1)
+	tb.ReceiverProfilingExecSyncLatency.Record(context.Background(), 1)
+	tb.ReceiverProfilingExecSyncSampled.Add(context.Background(), 1)
 	tb.ReceiverProfilingOffCPUAvailable.Record(context.Background(), 1)
 	tb.ReceiverProfilingSamplesDropped.Add(context.Background(), 1)
 	AssertEqualReceiverProfilingBatchesDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProfilingExecSyncExecs(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingExecSyncLatency(t, testTel,
+		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingExecSyncSampled(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProfilingOffCPUAvailable(t, testTel,
