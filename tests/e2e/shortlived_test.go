@@ -88,9 +88,11 @@ service:
 // them service.name mark (service_name processor); the plain pipeline
 // carries the variable as process.environment_variable.OTEL_SERVICE_NAME.
 type markCount struct {
-	taken  int64
-	byExe  map[string]int64
-	latest int64 // the latest sample timestamp in the sink, any process
+	taken int64
+	// distinct are the distinct (process, timestamp) pairs among taken.
+	distinct map[[2]int64]bool
+	byExe    map[string]int64
+	latest   int64 // the latest sample timestamp in the sink, any process
 }
 
 func countMarked(path, mark string) (markCount, error) {
@@ -102,14 +104,17 @@ func countMarked(path, mark string) (markCount, error) {
 // countMatching counts, in a sink, the samples taken from from to to (Unix
 // ns; 0, 0: any time) of the resources match accepts.
 func countMatching(path string, match func(pcommon.Map) bool, from, to int64) (markCount, error) {
-	m := markCount{byExe: map[string]int64{}}
+	m := markCount{byExe: map[string]int64{}, distinct: map[[2]int64]bool{}}
 	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
 		for _, rp := range pd.ResourceProfiles().All() {
 			attrs := rp.Resource().Attributes()
 			hit := match(attrs)
-			exe := ""
+			exe, pid := "", int64(0)
 			if v, ok := attrs.Get("process.executable.name"); ok {
 				exe = v.AsString()
+			}
+			if v, ok := attrs.Get("process.pid"); ok {
+				pid = v.Int()
 			}
 			for _, sp := range rp.ScopeProfiles().All() {
 				for _, p := range sp.Profiles().All() {
@@ -121,6 +126,7 @@ func countMatching(path string, match func(pcommon.Map) bool, from, to int64) (m
 							if hit && (to == 0 || at >= from && at < to) {
 								m.taken++
 								m.byExe[exe]++
+								m.distinct[[2]int64{pid, at}] = true
 							}
 						}
 					}
@@ -265,12 +271,14 @@ func TestShortLivedProcesses(t *testing.T) {
 	busy.Env = append(os.Environ(), "OTEL_SERVICE_NAME="+busyMark)
 	busyCPU := make(chan time.Duration, 1)
 	busyStart := time.Now()
+	var busyWall time.Duration
 	go func() {
 		out := &testenv.SyncBuffer{}
 		busy.Stdout, busy.Stderr = out, out
 		if err := testenv.RunCmd(busy); err != nil {
 			t.Errorf("busy thread: %v\n%s", err, out.String())
 		}
+		busyWall = time.Since(busyStart)
 		busyCPU <- busy.ProcessState.UserTime() + busy.ProcessState.SystemTime()
 	}()
 
@@ -294,7 +302,6 @@ func TestShortLivedProcesses(t *testing.T) {
 	loopEnd := time.Now()
 
 	cpu := <-busyCPU
-	busyWall := time.Since(busyStart)
 	oursBusy, plainBusy := p.waitPast(t, time.Now(), busyMark)
 	oursBuild, err := countMarked(p.oursSink, buildMark)
 	require.NoError(t, err)
@@ -316,10 +323,31 @@ func TestShortLivedProcesses(t *testing.T) {
 	t.Logf("figure: loop of %d runs of %d short native programs (30 ms of CPU each), %.1f CPU-s in %s: expected %.0f samples; ours %d (%.0f%%), plain %d (%.0f%%)",
 		runs, programs, loopCPU.Seconds(), loopEnd.Sub(loopStart).Round(100*time.Millisecond), loopExp,
 		oursLoop.taken, pct(oursLoop.taken, loopExp), plainLoop.taken, pct(plainLoop.taken, loopExp))
-	t.Logf("figure: busy thread, %.1f CPU-s: expected %.0f samples; ours %d (%.1f%%), plain %d (%.1f%%); load %s",
-		cpu.Seconds(), busyExp, oursBusy.taken, pct(oursBusy.taken, busyExp), plainBusy.taken, pct(plainBusy.taken, busyExp), testenv.LoadAvg())
+	t.Logf("figure: busy thread, %.1f CPU-s in %s: expected %.0f samples; ours %d (%.1f%%; %d distinct), plain %d (%.1f%%; %d distinct); load %s",
+		cpu.Seconds(), busyWall.Round(100*time.Millisecond), busyExp, oursBusy.taken, pct(oursBusy.taken, busyExp), len(oursBusy.distinct),
+		plainBusy.taken, pct(plainBusy.taken, busyExp), len(plainBusy.distinct), testenv.LoadAvg())
 
-	assert.GreaterOrEqual(t, float64(oursBuild.taken), 0.8*buildExp, "ours delivered less than 80%% of the build's CPU time × rate")
+	latency := map[string]float64{}
+	for _, k := range []string{"_count", "_sum"} {
+		v, err := scrapeMetric(p.ours.Cmd.Env, execSyncLatencyMetric+k)
+		require.NoError(t, err)
+		latency[k] = v
+	}
+	for _, le := range []string{"1", "5", "20", "100"} {
+		v, err := scrapeMetric(p.ours.Cmd.Env, execSyncLatencyMetric+"_bucket", `le="`+le+`"`)
+		require.NoError(t, err)
+		latency["le"+le] = v
+	}
+	for _, read := range []string{"read", "gone", "not_read"} {
+		v, err := scrapeMetric(p.ours.Cmd.Env, execSyncSampledMetric, `read="`+read+`"`)
+		require.NoError(t, err)
+		latency[read] = v
+	}
+	t.Logf("figure: execs watched for the synchronisation latency: read %.0f (mean %.2f ms; within 1 ms %.0f, 5 ms %.0f, 20 ms %.0f, 100 ms %.0f), gone before read %.0f, not read in 1 s %.0f",
+		latency["read"], latency["_sum"]/max(latency["_count"], 1), latency["le1"], latency["le5"], latency["le20"], latency["le100"], latency["gone"], latency["not_read"])
+	assert.Positive(t, latency["_count"], "no synchronisation latency recorded during the run")
+
+	assert.GreaterOrEqual(t, float64(oursBuild.taken), 0.8*buildExp, "ours delivered less than 80% of the build's CPU time × rate")
 	// collect2 is not asserted: perf on this build puts 1.2% of its CPU
 	// time in collect2 (3 samples at 19/s), most of it in its first
 	// milliseconds (the dynamic loader, its search for ld) before the
@@ -327,7 +355,7 @@ func TestShortLivedProcesses(t *testing.T) {
 	for _, want := range []string{"as", "ld"} {
 		assert.True(t, hasExe(oursBuild.byExe, want), "no samples of %s in ours: %v", want, oursBuild.byExe)
 	}
-	assert.GreaterOrEqual(t, float64(oursLoop.taken), 0.7*loopExp, "ours delivered less than 70%% of the short programs' CPU time × rate")
+	assert.GreaterOrEqual(t, float64(oursLoop.taken), 0.7*loopExp, "ours delivered less than 70% of the short programs' CPU time × rate")
 	for i := range programs {
 		service := fmt.Sprintf("unknown_service:nxv-short-%d", i)
 		assert.True(t, hasFunction(srv.TopLeafFunctions(service, 3), "nxv_short_work"), "%s's top leaf functions at the double: %v", service, srv.TopLeafFunctions(service, 3))
@@ -337,7 +365,8 @@ func TestShortLivedProcesses(t *testing.T) {
 	for name, got := range map[string]int64{"ours": oursBusy.taken, "plain": plainBusy.taken} {
 		assert.InEpsilon(t, busyExp, float64(got), tol, "%s: the busy thread's samples against its CPU time × rate", name)
 	}
-	assert.InEpsilon(t, float64(plainBusy.taken), float64(oursBusy.taken), tol, "the busy thread's samples, ours against plain")
+	// Two independent counts: their difference's σ is √2 times each's.
+	assert.InEpsilon(t, float64(plainBusy.taken), float64(oursBusy.taken), math.Sqrt2*tol, "the busy thread's samples, ours against plain")
 }
 
 // busyTolerance is the relative tolerance of a busy thread's samples
@@ -380,6 +409,10 @@ const (
 	// execSyncMetric is otelcol_receiver_profiling_exec_sync_execs as the
 	// agent's Prometheus endpoint names it.
 	execSyncMetric = "otelcol_receiver_profiling_exec_sync_execs"
+	// execSyncLatencyMetric and execSyncSampledMetric are the latency's
+	// histogram (in ms) and the count of execs watched, by read.
+	execSyncLatencyMetric = "otelcol_receiver_profiling_exec_sync_latency"
+	execSyncSampledMetric = "otelcol_receiver_profiling_exec_sync_sampled"
 )
 
 // TestShortLivedExecStorm runs two shipped agents side by side, one with
