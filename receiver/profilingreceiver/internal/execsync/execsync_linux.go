@@ -117,6 +117,10 @@ func findMaps(proc string) (*Maps, error) {
 		}
 	}
 	maps := &Maps{PIDEvents: found[PIDEventsMap], ReportEvents: found[ReportEventsMap], InhibitEvents: found[InhibitEventsMap], PIDMappings: found[PIDMappingsMap]}
+	if err := checkLayouts(found); err != nil {
+		maps.Close()
+		return nil, err
+	}
 	var missing []string
 	for _, n := range []string{PIDEventsMap, ReportEventsMap, InhibitEventsMap} {
 		if found[n] == nil {
@@ -128,6 +132,34 @@ func findMaps(proc string) (*Maps, error) {
 		return nil, fmt.Errorf("the eBPF profiler's maps %s are not among this process's BPF maps", strings.Join(missing, ", "))
 	}
 	return maps, nil
+}
+
+// layout is what the program (and Latency) take a map of upstream's to be.
+type layout struct {
+	typ              ebpf.MapType
+	keySize, valSize uint32 // 0: any (a perf event array's are the kernel's)
+}
+
+// layouts are upstream's maps at v0.0.202633
+// (support/ebpf/interpreter_dispatcher.ebpf.c).
+var layouts = map[string]layout{
+	PIDEventsMap:     {ebpf.Hash, 8, 1},
+	InhibitEventsMap: {ebpf.Hash, 4, 1},
+	ReportEventsMap:  {ebpf.PerfEventArray, 0, 0},
+	PIDMappingsMap:   {ebpf.LPMTrie, 16, 0},
+}
+
+// checkLayouts refuses maps whose type or sizes are not those the program
+// was written for: an upstream version that changed them is not written to.
+func checkLayouts(found map[string]*ebpf.Map) error {
+	for name, m := range found {
+		want := layouts[name]
+		if m.Type() != want.typ || want.keySize != 0 && m.KeySize() != want.keySize || want.valSize != 0 && m.ValueSize() != want.valSize {
+			return fmt.Errorf("the eBPF profiler's map %s is a %s with %d-byte keys and %d-byte values, not the %s with %d-byte keys and %d-byte values this receiver writes for",
+				name, m.Type(), m.KeySize(), m.ValueSize(), want.typ, want.keySize, want.valSize)
+		}
+	}
+	return nil
 }
 
 func fdinfoMapID(path string) (uint32, bool) {

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +194,25 @@ func TestLatencyFromExecToTheMarker(t *testing.T) {
 	}
 	if outcome != Gone {
 		t.Errorf("a process that ended unread: outcome %d, want Gone (%d)", outcome, Gone)
+	}
+}
+
+// TestFindMapsRefusesAnotherLayout: a pid_events map with other sizes than
+// upstream's (a later upstream version) is not written to.
+func TestFindMapsRefusesAnotherLayout(t *testing.T) {
+	for _, spec := range []*ebpf.MapSpec{
+		{Name: PIDEventsMap, Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: 16},
+		{Name: InhibitEventsMap, Type: ebpf.Hash, KeySize: 4, ValueSize: 1, MaxEntries: 2},
+		{Name: ReportEventsMap, Type: ebpf.PerfEventArray},
+	} {
+		m, err := ebpf.NewMap(spec)
+		if err != nil {
+			t.Fatalf("this test needs eBPF (run as root on Linux 5.x+): creating %s: %v", spec.Name, err)
+		}
+		defer m.Close()
+	}
+	_, err := FindMaps()
+	if err == nil || !strings.Contains(err.Error(), "pid_events is a Hash with 4-byte keys") {
+		t.Fatalf("FindMaps: %v; want a refusal naming pid_events and its layout", err)
 	}
 }
