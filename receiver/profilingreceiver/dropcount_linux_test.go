@@ -65,7 +65,7 @@ func TestDropsCountedByReason(t *testing.T) {
 		reporterNext = n
 		return &fakeProfiles{}, nil
 	}, func(*zap.Logger) error { return nil })
-	_, err = create(context.Background(), metadatatest.NewSettings(tt), NewFactory().CreateDefaultConfig(), next)
+	_, err = create(context.Background(), metadatatest.NewSettings(tt), &NewFactory().CreateDefaultConfig().(*Config).Config, next)
 	require.NoError(t, err)
 
 	for n := range refuse {

@@ -31,6 +31,8 @@ import (
 // off-CPU hooks and, where it cannot, creates upstream's receiver with
 // off-CPU profiling off instead of letting it fail to start; and a reporter
 // (newReporter) that keeps samples with different goroutine labels apart.
+// With exec_sync_per_second above 0, withExecSync attaches a program of ours
+// that has upstream synchronise a process when it execs (execsync_linux.go).
 // Everything else, including how the receiver is created and started, is
 // upstream's.
 func NewFactory() receiver.Factory {
@@ -40,12 +42,12 @@ func NewFactory() receiver.Factory {
 		func() component.Config {
 			cfg := upstream.CreateDefaultConfig().(*config.Config)
 			cfg.IncludeEnvVars = DefaultIncludeEnvVars
-			return cfg
+			return &Config{Config: *cfg, ExecSyncPerSecond: DefaultExecSyncPerSecond}
 		},
-		xreceiver.WithProfiles(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(
+		xreceiver.WithProfiles(withExecSync(withOffCPUFallback(createProfiles(ebpfcollector.BuildProfilesReceiver(
 			ebpfcollector.WithReporterFactory(newReporter),
 			ebpfcollector.WithExecutableReporter(executableHolder{held: debugfile.Held}),
-		), memlock.Prepare), offcpu.Probe), metadata.ProfilesStability),
+		), memlock.Prepare), offcpu.Probe), attachExecSync), metadata.ProfilesStability),
 	)
 }
 

@@ -30,13 +30,16 @@ import (
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver/internal/metadata"
 )
 
-func TestDefaultConfigOnlyChangesIncludeEnvVars(t *testing.T) {
-	ours := NewFactory().CreateDefaultConfig().(*config.Config)
+// TestDefaultConfigIsUpstreamsWithOurDefaults: upstream's settings keep
+// their defaults but include_env_vars; exec_sync_per_second is ours.
+func TestDefaultConfigIsUpstreamsWithOurDefaults(t *testing.T) {
+	ours := NewFactory().CreateDefaultConfig().(*Config)
 	upstream := ebpfcollector.NewFactory().CreateDefaultConfig().(*config.Config)
 	assert.Equal(t, "OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES", ours.IncludeEnvVars)
 	assert.Empty(t, upstream.IncludeEnvVars, "upstream's default changed: revisit this wrapper")
 	upstream.IncludeEnvVars = ours.IncludeEnvVars
-	assert.Equal(t, upstream, ours)
+	assert.Equal(t, upstream, &ours.Config)
+	assert.Equal(t, DefaultExecSyncPerSecond, ours.ExecSyncPerSecond)
 	assert.Equal(t, ebpfcollector.NewFactory().Type(), NewFactory().Type())
 }
 
@@ -47,10 +50,12 @@ func TestLoadConfig(t *testing.T) {
 		id      component.ID
 		envVars string
 		sps     int
+		execs   int
 	}{
-		{id: component.MustNewID("profiling"), envVars: DefaultIncludeEnvVars, sps: 19},
-		{id: component.MustNewIDWithName("profiling", "own_env_vars"), envVars: "OTEL_SERVICE_NAME,DEPLOYMENT", sps: 20},
-		{id: component.MustNewIDWithName("profiling", "no_env_vars"), envVars: "", sps: 20},
+		{id: component.MustNewID("profiling"), envVars: DefaultIncludeEnvVars, sps: 19, execs: DefaultExecSyncPerSecond},
+		{id: component.MustNewIDWithName("profiling", "own_env_vars"), envVars: "OTEL_SERVICE_NAME,DEPLOYMENT", sps: 20, execs: DefaultExecSyncPerSecond},
+		{id: component.MustNewIDWithName("profiling", "no_env_vars"), envVars: "", sps: 20, execs: DefaultExecSyncPerSecond},
+		{id: component.MustNewIDWithName("profiling", "no_exec_sync"), envVars: DefaultIncludeEnvVars, sps: 20, execs: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
@@ -59,11 +64,19 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, sub.Unmarshal(cfg))
 			require.NoError(t, confmap.Validate(cfg))
-			c := cfg.(*config.Config)
+			c := cfg.(*Config)
 			assert.Equal(t, tt.envVars, c.IncludeEnvVars, "a value the user sets wins")
 			assert.Equal(t, tt.sps, c.SamplesPerSecond)
+			assert.Equal(t, tt.execs, c.ExecSyncPerSecond)
 		})
 	}
+}
+
+func TestExecSyncPerSecondMustNotBeNegative(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.ExecSyncPerSecond = -1
+	err := confmap.Validate(cfg)
+	require.ErrorContains(t, err, "exec_sync_per_second")
 }
 
 // fakeProfiles stands in for upstream's receiver: it records Start.
@@ -80,7 +93,7 @@ func startWith(t *testing.T, errorMode config.ErrorMode, prepareErr error) (*fak
 	create := createProfiles(func(context.Context, receiver.Settings, component.Config, xconsumer.Profiles) (xreceiver.Profiles, error) {
 		return upstream, nil
 	}, func(*zap.Logger) error { return prepareErr })
-	cfg := NewFactory().CreateDefaultConfig().(*config.Config)
+	cfg := &NewFactory().CreateDefaultConfig().(*Config).Config
 	cfg.ErrorMode = errorMode
 	core, logs := observer.New(zap.InfoLevel)
 	set := receivertest.NewNopSettings(metadata.Type)

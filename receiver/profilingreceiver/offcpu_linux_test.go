@@ -45,7 +45,7 @@ func createWithProbe(t *testing.T, threshold float64, r offcpu.Result) (*config.
 	core, logs := observer.New(zap.WarnLevel)
 	set := metadatatest.NewSettings(tt)
 	set.Logger = zap.New(core)
-	cfg := NewFactory().CreateDefaultConfig().(*config.Config)
+	cfg := &NewFactory().CreateDefaultConfig().(*Config).Config
 	cfg.OffCPUThreshold = threshold
 	_, err := withOffCPUFallback(create, probe)(context.Background(), set, cfg, consumertest.NewNop())
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestOffCPUFallbackWithoutKprobes(t *testing.T) {
 	got, logs, tt, probes := createWithProbe(t, 0.5, missing)
 	assert.Equal(t, 1, probes)
 	assert.Zero(t, got.OffCPUThreshold, "upstream is created with off-CPU off")
-	want := NewFactory().CreateDefaultConfig().(*config.Config)
+	want := &NewFactory().CreateDefaultConfig().(*Config).Config
 	assert.Equal(t, want, got, "nothing else changes")
 
 	require.Equal(t, 1, logs.Len(), "one warning")

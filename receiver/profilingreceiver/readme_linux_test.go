@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/ebpf-profiler/collector/config"
 	"go.opentelemetry.io/ebpf-profiler/probes/kprobe"
 )
 
@@ -24,7 +23,7 @@ import (
 func TestREADMESettings(t *testing.T) {
 	documented := readmeSettings(t, "README.md")
 	upstream := map[string]bool{}
-	settingKeys(reflect.TypeFor[config.Config](), "", upstream)
+	settingKeys(reflect.TypeFor[Config](), "", upstream)
 	// A probe's settings other than `type` are its type's (mapstructure
 	// ",remain"); kprobe is the only type upstream's controller knows.
 	settingKeys(reflect.TypeFor[kprobe.Config](), "probes[].", upstream)

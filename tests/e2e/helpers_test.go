@@ -296,12 +296,20 @@ func startAgentWith(t testing.TB, srv *ingest.Server, wrap []string, extra ...st
 // set to interval.
 func startAgentEvery(t testing.TB, srv *ingest.Server, wrap []string, interval string, extra ...string) (string, *testenv.Process) {
 	t.Helper()
+	return startAgentReceiving(t, srv, wrap, fmt.Sprintf("reporter_interval: %s", interval), extra...)
+}
+
+// startAgentReceiving is startAgentWith with the receiver's settings in the
+// overlay set to receiver (YAML lines, indented by it at the receiver's
+// level).
+func startAgentReceiving(t testing.TB, srv *ingest.Server, wrap []string, receiver string, extra ...string) (string, *testenv.Process) {
+	t.Helper()
 	dir := t.TempDir()
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
 	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
 receivers:
   profiling:
-    reporter_interval: %s
+    %s
 exporters:
   file/e2e:
     path: %s
@@ -309,7 +317,7 @@ service:
   pipelines:
     profiles:
       exporters: [nexovue, file/e2e]
-`, interval, sinkPath)+strings.Join(extra, "\n"))
+`, strings.ReplaceAll(receiver, "\n", "\n    "), sinkPath)+strings.Join(extra, "\n"))
 	env := agentEnv(t, srv.URL(), dir)
 	agent := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent.yaml")
 	p := startEBPFCollector(t, agent, testenv.CollectorOptions{

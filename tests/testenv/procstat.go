@@ -64,3 +64,17 @@ func OwnCPU() (time.Duration, error) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
+
+// LoadAvg returns the first three fields of /proc/loadavg ("unknown" when
+// it cannot be read): the machine's load, logged next to a test's figures.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

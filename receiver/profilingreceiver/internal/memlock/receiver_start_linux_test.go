@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/collector/receiver/xreceiver"
-	"go.opentelemetry.io/ebpf-profiler/collector/config"
 	"go.uber.org/zap"
 
 	"github.com/nexovue/otelcol-nexovue/receiver/profilingreceiver"
@@ -40,7 +39,7 @@ func startChild() int {
 		fmt.Println("logger:", lerr)
 		return 1
 	}
-	cfg := profilingreceiver.NewFactory().CreateDefaultConfig().(*config.Config)
+	cfg := profilingreceiver.NewFactory().CreateDefaultConfig().(*profilingreceiver.Config)
 	cfg.ReporterInterval = time.Second
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = logger

@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -27,6 +29,9 @@ type TelemetryBuilder struct {
 	mu                               sync.Mutex
 	registrations                    []metric.Registration
 	ReceiverProfilingBatchesDropped  metric.Int64Counter
+	ReceiverProfilingExecSyncExecs   metric.Int64ObservableCounter
+	ReceiverProfilingExecSyncLatency metric.Float64Histogram
+	ReceiverProfilingExecSyncSampled metric.Int64Counter
 	ReceiverProfilingOffCPUAvailable metric.Int64Gauge
 	ReceiverProfilingSamplesDropped  metric.Int64Counter
 }
@@ -40,6 +45,31 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterReceiverProfilingExecSyncExecsCallback sets callback for observable ReceiverProfilingExecSyncExecs metric.
+func (builder *TelemetryBuilder) RegisterReceiverProfilingExecSyncExecsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverProfilingExecSyncExecs, obs: o})
+		return nil
+	}, builder.ReceiverProfilingExecSyncExecs)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -64,6 +94,25 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_profiling_batches_dropped",
 		metric.WithDescription("Batches of profiles the pipeline refused, which the profiler does not send again, by reason: storage_full (the sending queue's storage is full or at its bound: queue_storage), queue_full (the sending queue is full), memory_limit (the memory_limiter refused it: the agent is over its soft memory limit), other. [Development]"),
 		metric.WithUnit("{batch}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingExecSyncExecs, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_profiling_exec_sync_execs",
+		metric.WithDescription("Execs seen by the program that has the profiler synchronise a process when it execs (exec_sync_per_second above 0), by outcome: synchronised (the process was queued for the profiler to read its mappings at once), over_rate (above exec_sync_per_second in that second: left to the profiler's own reporting, which drops the process's first sample), pid_events_full (the profiler's queue of processes to synchronise was full). Samples the profiler dropped because their process was not synchronised yet are its own metric bpf.num_proc_new. [Development]"),
+		metric.WithUnit("{exec}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingExecSyncLatency, err = builder.meter.Float64Histogram(
+		"otelcol_receiver_profiling_exec_sync_latency",
+		metric.WithDescription("Time from a process's exec to when the profiler had read it (its memory mappings), for at most one exec a second: the last one the exec program recorded, watched every 200 µs for at most 1 s. Recorded only for a process read before it ended (otelcol_receiver_profiling_exec_sync_sampled). [Development]"),
+		metric.WithUnit("ms"),
+		metric.WithExplicitBucketBoundaries([]float64{0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}...),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProfilingExecSyncSampled, err = builder.meter.Int64Counter(
+		"otelcol_receiver_profiling_exec_sync_sampled",
+		metric.WithDescription("Execs watched for otelcol_receiver_profiling_exec_sync_latency, by whether the profiler had read the process (read), the process ended first (gone), or neither within 1 s (not_read). [Development]"),
+		metric.WithUnit("{exec}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverProfilingOffCPUAvailable, err = builder.meter.Int64Gauge(

@@ -37,6 +37,53 @@ func AssertEqualReceiverProfilingBatchesDropped(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverProfilingExecSyncExecs(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_profiling_exec_sync_execs",
+		Description: "Execs seen by the program that has the profiler synchronise a process when it execs (exec_sync_per_second above 0), by outcome: synchronised (the process was queued for the profiler to read its mappings at once), over_rate (above exec_sync_per_second in that second: left to the profiler's own reporting, which drops the process's first sample), pid_events_full (the profiler's queue of processes to synchronise was full). Samples the profiler dropped because their process was not synchronised yet are its own metric bpf.num_proc_new. [Development]",
+		Unit:        "{exec}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_execs")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverProfilingExecSyncLatency(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_profiling_exec_sync_latency",
+		Description: "Time from a process's exec to when the profiler had read it (its memory mappings), for at most one exec a second: the last one the exec program recorded, watched every 200 µs for at most 1 s. Recorded only for a process read before it ended (otelcol_receiver_profiling_exec_sync_sampled). [Development]",
+		Unit:        "ms",
+		Data: metricdata.Histogram[float64]{
+			Temporality: metricdata.CumulativeTemporality,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_latency")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverProfilingExecSyncSampled(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_profiling_exec_sync_sampled",
+		Description: "Execs watched for otelcol_receiver_profiling_exec_sync_latency, by whether the profiler had read the process (read), the process ended first (gone), or neither within 1 s (not_read). [Development]",
+		Unit:        "{exec}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_profiling_exec_sync_sampled")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverProfilingOffCPUAvailable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_profiling_off_cpu_available",

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -19,10 +20,25 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterReceiverProfilingExecSyncExecsCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	tb.ReceiverProfilingBatchesDropped.Add(context.Background(), 1)
+	tb.ReceiverProfilingExecSyncLatency.Record(context.Background(), 1)
+	tb.ReceiverProfilingExecSyncSampled.Add(context.Background(), 1)
 	tb.ReceiverProfilingOffCPUAvailable.Record(context.Background(), 1)
 	tb.ReceiverProfilingSamplesDropped.Add(context.Background(), 1)
 	AssertEqualReceiverProfilingBatchesDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingExecSyncExecs(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingExecSyncLatency(t, testTel,
+		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverProfilingExecSyncSampled(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProfilingOffCPUAvailable(t, testTel,
