@@ -106,6 +106,18 @@ kube-apiserver: $(KUBE_APISERVER)
 $(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
 	cd internal/tools/kube && $(GO) build -gcflags "k8s.io/...=-N -l" -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
+# helm for the chart's tests (charts/otelcol-nexovue), built from
+# helm.sh/helm/v4 (pinned in internal/tools/helm/go.mod, a module of its own:
+# it brings the k8s.io modules at its versions) into .tools/helm; rebuilt
+# only when that go.mod or go.sum change. Built without Helm's ldflags, its
+# default Kubernetes version is the k8s.io/client-go it was built with: the
+# tests pass --kube-version (KUBE_VERSION in tests/manifests) anyway.
+HELM := $(TOOLS_DIR)/helm
+.PHONY: helm
+helm: $(HELM)
+$(HELM): internal/tools/helm/go.mod internal/tools/helm/go.sum
+	cd internal/tools/helm && $(GO) build -ldflags "$(LDFLAGS)" -o $@ helm.sh/helm/v4/cmd/helm
+
 # Every test: unit, fuzz seeds, the other platforms' type-check, the Windows
 # binary under Wine, and the smoke, end-to-end, distribution and container
 # tests that drive the built binary. Each step prints
