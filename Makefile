@@ -100,11 +100,21 @@ machine-prereqs:
 # 599, but then none of the collector's compiled dependencies is reused). The
 # Kubernetes tests took 63 s with the optimized binary, 79 s with this one
 # (66 s with every package unoptimized).
+# It reports its version (/version) as Kubernetes' release builds do, from
+# the pinned k8s.io/kubernetes (without it: v0.0.0-master, which the chart's
+# kubeVersion constraint refuses, as would a cluster's tooling); rebuilt
+# when this Makefile changes too (Go then only relinks, if that).
 KUBE_APISERVER := $(BUILD_DIR)/kube/kube-apiserver
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2 }' internal/tools/kube/go.mod)
+KUBE_VERSION_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS := -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_VERSION) \
+	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION:v%=%))) \
+	-X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=%))) \
+	-X $(KUBE_VERSION_PKG).gitTreeState=clean
 .PHONY: kube-apiserver
 kube-apiserver: $(KUBE_APISERVER)
-$(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
-	cd internal/tools/kube && $(GO) build -gcflags "k8s.io/...=-N -l" -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+$(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum Makefile
+	cd internal/tools/kube && $(GO) build -gcflags "k8s.io/...=-N -l" -ldflags "$(LDFLAGS) $(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 # helm for the chart's tests (charts/otelcol-nexovue), built from
 # helm.sh/helm/v4 (pinned in internal/tools/helm/go.mod, a module of its own:
