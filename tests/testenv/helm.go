@@ -77,11 +77,20 @@ func RunHelm(t testing.TB, env []string, args ...string) (string, string, error)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, Helm(t), args...)
 	cmd.Dir = RepoRoot(t)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), HelmHomes(t)...), env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return out.String(), errb.String(), err
+}
+
+// HelmHomes are environment variables giving helm a cache, config and data
+// folder of the test's own: nothing is read from or left in the user's.
+func HelmHomes(t testing.TB) []string {
+	t.Helper()
+	dir := t.TempDir()
+	return []string{"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(dir, "data")}
 }
 
 // RenderChart runs `helm template <release> <chart> --namespace <ns>
