@@ -74,6 +74,25 @@ func TestChartConfigsAreTheShippedConfigs(t *testing.T) {
 	}
 }
 
+// With the default values, the configs the chart renders are the shipped
+// ones (the agent's with k8s_attributes): the values only change what they
+// name.
+func TestChartConfigsMatchShippedConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		set, configMap, shipped string
+		k8s                     bool
+	}{
+		{"default", chartAgent, "agent.yaml", true},
+		{"gateway", chartAgent, "agent-to-gateway.yaml", true},
+		{"gateway", chartGateway, "gateway.yaml", false},
+	} {
+		t.Run(tc.set+"/"+tc.configMap, func(t *testing.T) {
+			cm := find[corev1.ConfigMap](t, chartObjects(t, chartSet(t, tc.set)), "", "ConfigMap", tc.configMap)
+			checkMatchesShipped(t, "values set "+tc.set+": ConfigMap "+tc.configMap, parseConfig(t, tc.configMap, []byte(cm.Data["config.yaml"])), tc.shipped, tc.k8s)
+		})
+	}
+}
+
 func TestChartLint(t *testing.T) {
 	for _, set := range testenv.ChartValuesSets(t) {
 		t.Run(set.Name, func(t *testing.T) {

@@ -2,7 +2,9 @@
 with the gateway tier), copies of distributions/otelcol-nexovue/, with
  - k8s_attributes after memory_limiter and service_name's kubernetes naming on;
  - the values: samples per second, off-CPU, debuginfod, the queue's bound,
-   the nexovue exporter's endpoint, limit and routing, the view;
+   the nexovue exporter's endpoint, limit and routing, the view (the queue's
+   bound and the endpoint stay overridable by the environment, as in the
+   shipped configs: the values are the defaults of their ${env:...});
  - agent.config merged over it. */}}
 {{- define "otelcol-nexovue.agentConfig" -}}
 {{- $v := .Values -}}
@@ -25,7 +27,7 @@ with the gateway tier), copies of distributions/otelcol-nexovue/, with
 {{- with $v.agent.debuginfodURLs -}}
 {{- $_ := set $procs.symbolize "debuginfod" (dict "urls" .) -}}
 {{- end -}}
-{{- $_ := set $cfg.extensions.queue_storage "max_size_mib" $v.agent.queue.maxSizeMiB -}}
+{{- $_ := set $cfg.extensions.queue_storage "max_size_mib" (printf "${env:NEXOVUE_QUEUE_MAX_MIB:-%d}" ($v.agent.queue.maxSizeMiB | int)) -}}
 {{- if not $v.gateway.enabled -}}
 {{- include "otelcol-nexovue.applyNexovueExporter" (dict "ctx" . "cfg" $cfg) -}}
 {{- end -}}

@@ -71,7 +71,7 @@ else nexovue.existingSecret. */}}
 limit, routing rules reading each team's key from its mounted file. */}}
 {{- define "otelcol-nexovue.applyNexovueExporter" -}}
 {{- $exp := .cfg.exporters.nexovue -}}
-{{- $_ := set $exp "endpoint" .ctx.Values.nexovue.endpoint -}}
+{{- $_ := set $exp "endpoint" (printf "${env:NEXOVUE_ENDPOINT:-%s}" .ctx.Values.nexovue.endpoint) -}}
 {{- $_ := set $exp "rate_limit" (dict "samples_per_second" .ctx.Values.nexovue.samplesPerSecond) -}}
 {{- with .ctx.Values.nexovue.routing.rules -}}
 {{- $rules := list -}}
