@@ -31,7 +31,7 @@ const (
 )
 
 // helm runs helm on the cluster and fails the test on error.
-func (c *cluster) helm(t *testing.T, args ...string) string {
+func (c *cluster) helm(t testing.TB, args ...string) string {
 	t.Helper()
 	out, errs, err := testenv.RunHelm(t, []string{"KUBECONFIG=" + c.kubeconfig}, args...)
 	if err != nil {
