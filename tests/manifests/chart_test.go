@@ -224,6 +224,19 @@ func TestChartRenderedObjects(t *testing.T) {
 			t.Error("off-CPU or debuginfod is not on")
 		}
 	})
+	t.Run("profile-metrics", func(t *testing.T) {
+		cm := find[corev1.ConfigMap](t, chartObjects(t, chartSet(t, "profile-metrics")), "", "ConfigMap", chartAgent)
+		cfg := parseConfig(t, "agent", []byte(cm.Data["config.yaml"]))
+		if got := strs(get(cfg, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
+			t.Errorf("profiles/metrics exporters %v", got)
+		}
+		if got := strs(get(cfg, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
+			t.Errorf("metrics exporters %v", got)
+		}
+		if got := strs(get(cfg, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
+			t.Errorf("agent.config changed the pipeline to nexovue: exporters %v", got)
+		}
+	})
 	t.Run("view on the network without a token", func(t *testing.T) {
 		_, errs, err := testenv.RunHelm(t, nil, "template", chartRelease, testenv.Chart, "--kube-version", testenv.KubeVersion,
 			"--set", "agent.view.enabled=true", "--set", "agent.view.endpoint=0.0.0.0:4390")
@@ -368,5 +381,36 @@ func TestChartChecksumsFollowConfigAndSecret(t *testing.T) {
 	}
 	if g0["checksum/config"] != g2["checksum/config"] || a0["checksum/config"] != a2["checksum/config"] {
 		t.Error("a new key changed a config checksum: is the key in a ConfigMap?")
+	}
+}
+
+// basesNamespace is the namespace of the kustomize bases.
+const basesNamespace = namespace
+
+// TestBasesAreChartRenderings: each base of distributions/kubernetes with
+// a values.yaml holds otelcol-nexovue.yaml, the chart rendered with those
+// values (`make manifests` writes them, with -update).
+func TestBasesAreChartRenderings(t *testing.T) {
+	values, err := filepath.Glob(repoPath(t, "distributions", "kubernetes", "*", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(values) < 4 {
+		t.Fatalf("found %d bases with a values.yaml in distributions/kubernetes, want the agent, gateway, least-privilege and agent-multi-key", len(values))
+	}
+	for _, v := range values {
+		base := filepath.Base(filepath.Dir(v))
+		t.Run(base, func(t *testing.T) {
+			got := testenv.RenderChart(t, chartRelease, basesNamespace, "-f", v)
+			rendered := filepath.Join(filepath.Dir(v), "otelcol-nexovue.yaml")
+			if *updateGolden {
+				if err := os.WriteFile(rendered, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := string(mustRead(t, rendered)); got != want {
+				t.Errorf("distributions/kubernetes/%s/otelcol-nexovue.yaml is not the chart rendered with its values.yaml: run `make manifests` (edit the chart or values.yaml, not the rendering)", base)
+			}
+		})
 	}
 }

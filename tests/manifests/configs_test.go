@@ -48,11 +48,6 @@ func shippedConfigs(t *testing.T) []shippedConfig {
 			continue
 		}
 		cm := o.Obj.(*corev1.ConfigMap)
-		if o.Name == multiKeyRoutingName {
-			// A fragment merged over the agent's config: validated so by
-			// TestKustomizeAgentMultiKey.
-			continue
-		}
 		data, ok := cm.Data["config.yaml"]
 		if !ok {
 			t.Fatalf("%s: ConfigMap %s has no config.yaml", o.File, o.Name)
@@ -146,9 +141,9 @@ func TestConfigMapsMatchShippedConfigs(t *testing.T) {
 		cmFile, cmName, shipped string
 		k8s                     bool
 	}{
-		{agentDir + "agent-configmap.yaml", agentName, "agent.yaml", true},
-		{gatewayDir + "agent-configmap.yaml", agentName, "agent-to-gateway.yaml", true},
-		{gatewayDir + "gateway-configmap.yaml", gatewayName, "gateway.yaml", false},
+		{agentDir + renderedBase, agentName, "agent.yaml", true},
+		{gatewayDir + renderedBase, agentName, "agent-to-gateway.yaml", true},
+		{gatewayDir + renderedBase, gatewayName, "gateway.yaml", false},
 	} {
 		t.Run(tc.cmFile, func(t *testing.T) {
 			checkMatchesShipped(t, tc.cmFile, configMapConfig(t, tc.cmFile, tc.cmName), tc.shipped, tc.k8s)
@@ -215,7 +210,7 @@ func TestShippedConfigsShape(t *testing.T) {
 	}
 	checkNexovueExporter(t, "agent.yaml", agent, true)
 
-	k8s := configMapConfig(t, agentDir+"agent-configmap.yaml", agentName)
+	k8s := configMapConfig(t, agentDir+renderedBase, agentName)
 	if got := pipeline(k8s, "processors"); !slices.Equal(got, []string{"memory_limiter", "k8s_attributes", "span_links", "service_name", "symbolize", "frame_limit"}) {
 		t.Errorf("Kubernetes agent processors %v", got)
 	}
