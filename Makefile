@@ -131,15 +131,17 @@ $(HELM): internal/tools/helm/go.mod internal/tools/helm/go.sum
 # manifests: what is generated from the chart's sources, committed, and
 # checked by tests: the chart's copies of the shipped configs
 # (TestChartConfigsAreTheShippedConfigs), its README from values.yaml
-# (internal/buildtools/chartdoc's test) and the golden renderings of each
-# values set (TestChartRenderingIsGolden, tests/manifests/testdata/chart).
+# (internal/buildtools/chartdoc's test), the golden renderings of each
+# values set (TestChartRenderingIsGolden, tests/manifests/testdata/chart)
+# and the kustomize bases, each the chart rendered with its values.yaml
+# (TestBasesAreChartRenderings, distributions/kubernetes/*/otelcol-nexovue.yaml).
 CHART := charts/otelcol-nexovue
 .PHONY: manifests
 manifests: $(HELM)
 	cp distributions/otelcol-nexovue/agent.yaml distributions/otelcol-nexovue/agent-to-gateway.yaml \
 		distributions/otelcol-nexovue/gateway.yaml $(CHART)/files/
 	$(GO) run ./internal/buildtools/chartdoc $(CHART)
-	$(GO) test -count=1 -run '^TestChartRenderingIsGolden$$' ./tests/manifests/ -update
+	$(GO) test -count=1 -run '^(TestChartRenderingIsGolden|TestBasesAreChartRenderings)$$' ./tests/manifests/ -update
 
 # Every test: unit, fuzz seeds, the other platforms' type-check, the Windows
 # binary under Wine, and the smoke, end-to-end, distribution and container

@@ -226,16 +226,7 @@ func TestChartRenderedObjects(t *testing.T) {
 	})
 	t.Run("profile-metrics", func(t *testing.T) {
 		cm := find[corev1.ConfigMap](t, chartObjects(t, chartSet(t, "profile-metrics")), "", "ConfigMap", chartAgent)
-		cfg := parseConfig(t, "agent", []byte(cm.Data["config.yaml"]))
-		if got := strs(get(cfg, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
-			t.Errorf("profiles/metrics exporters %v", got)
-		}
-		if got := strs(get(cfg, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
-			t.Errorf("metrics exporters %v", got)
-		}
-		if got := strs(get(cfg, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
-			t.Errorf("agent.config changed the pipeline to nexovue: exporters %v", got)
-		}
+		checkMetricsPipelines(t, parseConfig(t, "agent", []byte(cm.Data["config.yaml"])))
 	})
 	t.Run("view on the network without a token", func(t *testing.T) {
 		_, errs, err := testenv.RunHelm(t, nil, "template", chartRelease, testenv.Chart, "--kube-version", testenv.KubeVersion,

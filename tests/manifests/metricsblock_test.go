@@ -34,22 +34,7 @@ func TestMetricsBlocks(t *testing.T) {
 			if blocks != 3 {
 				t.Fatalf("%d metrics blocks, want 3 (connectors, exporters, pipelines)", blocks)
 			}
-			on := parseConfig(t, src.name+" (metrics on)", []byte(text))
-			if got := strs(get(on, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
-				t.Errorf("profiles/metrics exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "metrics", "receivers")); !slices.Equal(got, []string{"profile_metrics"}) {
-				t.Errorf("metrics receivers %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
-				t.Errorf("metrics exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
-				t.Errorf("the pipeline to nexovue changed: exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "profiles/metrics", "receivers")); !slices.Equal(got, strs(get(on, "service", "pipelines", "profiles", "receivers"))) {
-				t.Errorf("profiles/metrics receivers %v, want the profiles pipeline's", got)
-			}
+			checkMetricsPipelines(t, parseConfig(t, src.name+" (metrics on)", []byte(text)))
 			p := filepath.Join(t.TempDir(), "config.yaml")
 			if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
@@ -63,5 +48,27 @@ func TestMetricsBlocks(t *testing.T) {
 				t.Errorf("validate without NEXOVUE_METRICS_OTLP_ENDPOINT passed:\n%s", out)
 			}
 		})
+	}
+}
+
+// checkMetricsPipelines: the config has profiles -> profile_metrics ->
+// otlp_http/metrics from the profiles pipeline's receivers, next to the
+// unchanged pipeline to nexovue.
+func checkMetricsPipelines(t *testing.T, on map[string]any) {
+	t.Helper()
+	if got := strs(get(on, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
+		t.Errorf("profiles/metrics exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "metrics", "receivers")); !slices.Equal(got, []string{"profile_metrics"}) {
+		t.Errorf("metrics receivers %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
+		t.Errorf("metrics exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
+		t.Errorf("the pipeline to nexovue changed: exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "profiles/metrics", "receivers")); !slices.Equal(got, strs(get(on, "service", "pipelines", "profiles", "receivers"))) {
+		t.Errorf("profiles/metrics receivers %v, want the profiles pipeline's", got)
 	}
 }
