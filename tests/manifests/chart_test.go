@@ -228,6 +228,34 @@ func TestChartRenderedObjects(t *testing.T) {
 		cm := find[corev1.ConfigMap](t, chartObjects(t, chartSet(t, "profile-metrics")), "", "ConfigMap", chartAgent)
 		checkMetricsPipelines(t, parseConfig(t, "agent", []byte(cm.Data["config.yaml"])))
 	})
+	t.Run("monitors", func(t *testing.T) {
+		// The Prometheus Operator's kinds, which the strict decoder does not
+		// know: read generically.
+		out := renderSet(t, chartSet(t, "gateway"), "--set", "podMonitor.enabled=true", "--set", "serviceMonitor.enabled=true")
+		kinds := map[string]map[string]any{}
+		var metricsPort bool
+		for _, doc := range docSeparator.Split(out, -1) {
+			var o map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			switch k, _ := o["kind"].(string); k {
+			case "PodMonitor", "ServiceMonitor":
+				kinds[k] = o
+			case "Service":
+				if get(o, "metadata", "name") == chartGateway {
+					ports, _ := get(o, "spec", "ports").([]any)
+					metricsPort = slices.ContainsFunc(ports, func(p any) bool { return get(p.(map[string]any), "name") == "metrics" })
+				}
+			}
+		}
+		if get(kinds["PodMonitor"], "spec", "podMetricsEndpoints") == nil || get(kinds["ServiceMonitor"], "spec", "endpoints") == nil {
+			t.Fatalf("want a PodMonitor and a ServiceMonitor with endpoints, got %v", kinds)
+		}
+		if !metricsPort {
+			t.Error("with serviceMonitor on, the gateway's Service lists no metrics port")
+		}
+	})
 	t.Run("view on the network without a token", func(t *testing.T) {
 		_, errs, err := testenv.RunHelm(t, nil, "template", chartRelease, testenv.Chart, "--kube-version", testenv.KubeVersion,
 			"--set", "agent.view.enabled=true", "--set", "agent.view.endpoint=0.0.0.0:4390")
