@@ -267,6 +267,13 @@ func TestChartRenderedObjects(t *testing.T) {
 			t.Errorf("a view on 0.0.0.0 without a token: want an error naming agent.view.bearerToken.existingSecret, got %v\n%s", err, errs)
 		}
 	})
+	t.Run("routing with the gateway tier", func(t *testing.T) {
+		_, errs, err := testenv.RunHelm(t, nil, "template", chartRelease, testenv.Chart, "--kube-version", testenv.KubeVersion,
+			"-f", chartSet(t, "gateway").File, "-f", chartSet(t, "multi-key").File)
+		if err == nil || !strings.Contains(errs, "nexovue.routing.rules cannot be used with gateway.enabled") {
+			t.Errorf("routing rules with the gateway tier (whose config has no sending queue, which routing needs): want an error naming both values, got %v\n%s", err, errs)
+		}
+	})
 	t.Run("config merged", func(t *testing.T) {
 		objs := chartObjects(t, chartSet(t, "default"), "--set", "agent.config.processors.memory_limiter.check_interval=2s",
 			"--set", "agent.config.exporters.debug.verbosity=basic")

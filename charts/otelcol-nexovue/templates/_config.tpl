@@ -50,6 +50,9 @@ with the gateway tier), copies of distributions/otelcol-nexovue/, with
 {{/* The gateway's collector config: files/gateway.yaml with the nexovue
 exporter's settings from the values and gateway.config merged over it. */}}
 {{- define "otelcol-nexovue.gatewayConfig" -}}
+{{- if .Values.nexovue.routing.rules -}}
+{{- fail "nexovue.routing.rules cannot be used with gateway.enabled: routing gives each key a sending queue of its own, and the gateway has none (it acknowledges only what nexovue accepted); route on the agents (gateway.enabled=false), or install one gateway release per key" -}}
+{{- end -}}
 {{- $cfg := .Files.Get "files/gateway.yaml" | fromYaml -}}
 {{- include "otelcol-nexovue.applyNexovueExporter" (dict "ctx" . "cfg" $cfg) -}}
 {{- $cfg = mergeOverwrite $cfg (deepCopy .Values.gateway.config) -}}
