@@ -101,8 +101,12 @@ func installLine(t *testing.T) string {
 // PATH, the key in $NEXOVUE_KEY), then every values set; each install must
 // have every object accepted (server-side apply, strict), an upgrade with a
 // changed value must show in the ConfigMap and roll the pods' checksum, a
-// rotated Secret must roll the other checksum, and helm uninstall must leave
-// none of the chart's objects. No hook may need a kubelet: there is none.
+// rotated Secret must roll the other checksum, the gateway tier must read
+// back as issue 31 made it, and helm uninstall must leave none of the
+// chart's objects. No hook may need a kubelet: there is none. Then the
+// kustomize bases are applied to the same server. (One cluster for all:
+// the package's tests run two at a time on two cores, and the naming
+// test, the longest, should not wait for more of them.)
 func TestChartOnAPIServer(t *testing.T) {
 	t.Parallel()
 	line := installLine(t)
@@ -177,12 +181,26 @@ func TestChartOnAPIServer(t *testing.T) {
 				t.Errorf("after helm install the API server holds %d of the release's %d objects: %v", len(got), want, got)
 			}
 			t.Logf("values set %s: helm install to all %d objects accepted took %v", set.Name, want, took.Round(time.Millisecond))
-			if set.Name == "default" {
+			switch set.Name {
+			case "default":
 				upgradeRolls(t, c)
+			case "gateway":
+				checkGatewayTier(t, c, chartNamespace)
 			}
 			uninstallLeavesNothing(t, c)
 		})
 	}
+
+	// The kustomize bases, each the chart rendered (tests/manifests checks
+	// that), applied with `kubectl apply -k`, server-side with strict field
+	// validation, in their namespace, the gateway's last.
+	t.Run("kustomize bases", func(t *testing.T) {
+		applyDistributions(t, c)
+		if out, err := c.kubectlOut("apply", "-k", filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes", "gateway"), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
+			t.Fatalf("apply distributions/kubernetes/gateway: %v\n%s", err, out)
+		}
+		checkGatewayTier(t, c, agentNamespace)
+	})
 }
 
 // upgradeRolls upgrades the default release with a changed value, then

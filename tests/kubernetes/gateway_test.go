@@ -1,41 +1,18 @@
 package kubernetes
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// TestGatewayTierInstalled installs the chart with ci/gateway-values.yaml on
-// the real API server (helm install, server-side apply) and reads back what
-// issue 31 added to the gateway tier: the headless Service the agents
+// checkGatewayTier reads back, from the API server, what issue 31 added to
+// the gateway tier in namespace ns: the headless Service the agents
 // resolve, the HorizontalPodAutoscaler, the PodDisruptionBudget, the
-// spreading over nodes and the grace period, as the API server stored them.
-func TestGatewayTierInstalled(t *testing.T) {
-	t.Parallel()
-	c := startCluster(t)
-	installChart(t, c, "gateway")
-	checkGatewayTier(t, c)
-}
-
-// TestKustomizeBasesApplied applies every base of distributions/kubernetes
-// with `kubectl apply -k`, server-side with strict field validation, the
-// gateway's last, and reads the gateway tier back as above.
-func TestKustomizeBasesApplied(t *testing.T) {
-	t.Parallel()
-	c := startCluster(t)
-	applyDistributions(t, c)
-	if out, err := c.kubectlOut("apply", "-k", filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes", "gateway"), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
-		t.Fatalf("apply distributions/kubernetes/gateway: %v\n%s", err, out)
-	}
-	checkGatewayTier(t, c)
-}
-
-func checkGatewayTier(t *testing.T, c *cluster) {
+// spreading over nodes, the grace period, and the agents' address of it
+// (and no key).
+func checkGatewayTier(t *testing.T, c *cluster, ns string) {
 	t.Helper()
-	const ns, name = agentNamespace, "otelcol-nexovue-gateway"
+	const name = "otelcol-nexovue-gateway"
 	get := func(args ...string) string {
 		return strings.TrimSpace(c.kubectl(t, append([]string{"-n", ns, "get"}, args...)...))
 	}
