@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
@@ -231,6 +232,21 @@ func TestChartRenderedObjects(t *testing.T) {
 	t.Run("profile-metrics", func(t *testing.T) {
 		cm := find[corev1.ConfigMap](t, chartObjects(t, chartSet(t, "profile-metrics")), "", "ConfigMap", chartAgent)
 		checkMetricsPipelines(t, parseConfig(t, "agent", []byte(cm.Data["config.yaml"])))
+	})
+	t.Run("network policies", func(t *testing.T) {
+		objs := chartObjects(t, chartSet(t, "gateway"),
+			"--set-json", `networkPolicy.allowIngressFrom=[{"namespaceSelector":{"matchLabels":{"team":"obs"}}}]`,
+			"--set-json", `networkPolicy.extraIngressRules=[{"ports":[{"port":9999}]}]`)
+		gw := find[networkingv1.NetworkPolicy](t, objs, "", "NetworkPolicy", chartGateway)
+		if len(gw.Spec.Ingress) != 3 || len(gw.Spec.Ingress[0].From) != 2 ||
+			gw.Spec.Ingress[0].From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "agent" ||
+			gw.Spec.Ingress[0].From[1].NamespaceSelector.MatchLabels["team"] != "obs" {
+			t.Errorf("gateway NetworkPolicy ingress %+v: want OTLP from the agents and allowIngressFrom, metrics, then the extra rule", gw.Spec.Ingress)
+		}
+		agent := find[networkingv1.NetworkPolicy](t, objs, "", "NetworkPolicy", chartAgent)
+		if n := len(agent.Spec.Ingress); n != 2 || agent.Spec.Ingress[1].Ports[0].Port.IntValue() != 9999 {
+			t.Errorf("agent NetworkPolicy ingress %+v: want metrics, then the extra rule", agent.Spec.Ingress)
+		}
 	})
 	t.Run("monitors", func(t *testing.T) {
 		// The Prometheus Operator's kinds, which the strict decoder does not
