@@ -100,11 +100,48 @@ machine-prereqs:
 # 599, but then none of the collector's compiled dependencies is reused). The
 # Kubernetes tests took 63 s with the optimized binary, 79 s with this one
 # (66 s with every package unoptimized).
+# It reports its version (/version) as Kubernetes' release builds do, from
+# the pinned k8s.io/kubernetes (without it: v0.0.0-master, which the chart's
+# kubeVersion constraint refuses, as would a cluster's tooling); rebuilt
+# when this Makefile changes too (Go then only relinks, if that).
 KUBE_APISERVER := $(BUILD_DIR)/kube/kube-apiserver
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2 }' internal/tools/kube/go.mod)
+KUBE_VERSION_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS := -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_VERSION) \
+	-X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION:v%=%))) \
+	-X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=%))) \
+	-X $(KUBE_VERSION_PKG).gitTreeState=clean
 .PHONY: kube-apiserver
 kube-apiserver: $(KUBE_APISERVER)
-$(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum
-	cd internal/tools/kube && $(GO) build -gcflags "k8s.io/...=-N -l" -ldflags "$(LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+$(KUBE_APISERVER): internal/tools/kube/go.mod internal/tools/kube/go.sum Makefile
+	cd internal/tools/kube && $(GO) build -gcflags "k8s.io/...=-N -l" -ldflags "$(LDFLAGS) $(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+# helm for the chart's tests (charts/otelcol-nexovue), built from
+# helm.sh/helm/v4 (pinned in internal/tools/helm/go.mod, a module of its own:
+# it brings the k8s.io modules at its versions) into .tools/helm; rebuilt
+# only when that go.mod or go.sum change. Built without Helm's ldflags, its
+# default Kubernetes version is the k8s.io/client-go it was built with: the
+# tests pass --kube-version (KUBE_VERSION in tests/manifests) anyway.
+HELM := $(TOOLS_DIR)/helm
+.PHONY: helm
+helm: $(HELM)
+$(HELM): internal/tools/helm/go.mod internal/tools/helm/go.sum
+	cd internal/tools/helm && $(GO) build -ldflags "$(LDFLAGS)" -o $@ helm.sh/helm/v4/cmd/helm
+
+# manifests: what is generated from the chart's sources, committed, and
+# checked by tests: the chart's copies of the shipped configs
+# (TestChartConfigsAreTheShippedConfigs), its README from values.yaml
+# (internal/buildtools/chartdoc's test), the golden renderings of each
+# values set (TestChartRenderingIsGolden, tests/manifests/testdata/chart)
+# and the kustomize bases, each the chart rendered with its values.yaml
+# (TestBasesAreChartRenderings, distributions/kubernetes/*/otelcol-nexovue.yaml).
+CHART := charts/otelcol-nexovue
+.PHONY: manifests
+manifests: $(HELM)
+	cp distributions/otelcol-nexovue/agent.yaml distributions/otelcol-nexovue/agent-to-gateway.yaml \
+		distributions/otelcol-nexovue/gateway.yaml $(CHART)/files/
+	$(GO) run ./internal/buildtools/chartdoc $(CHART)
+	$(GO) test -count=1 -run '^(TestChartRenderingIsGolden|TestBasesAreChartRenderings)$$' ./tests/manifests/ -update
 
 # Every test: unit, fuzz seeds, the other platforms' type-check, the Windows
 # binary under Wine, and the smoke, end-to-end, distribution and container
@@ -159,9 +196,9 @@ timed = s=$$(date +%s); $(2); rc=$$?; echo "== make test: $(1) took $$(( $$(date
 test:
 	@[ "$$(id -u)" = 0 ] || { echo "make test: run it as root (make prereqs, the eBPF and container tests need it)" >&2; exit 1; }; \
 	mkdir -p $(TEST_LOG_DIR); start=$$(date +%s); rm -f $(TEST_LOG_DIR)/failed; \
-	echo "== make test: in the background: the machine's packages (make machine-prereqs, log in $(TEST_LOG_DIR)/machine-prereqs.log) and, at low priority, kube-apiserver (log in $(TEST_LOG_DIR)/kube-apiserver.log)"; \
+	echo "== make test: in the background: the machine's packages (make machine-prereqs, log in $(TEST_LOG_DIR)/machine-prereqs.log) and, at low priority, kube-apiserver and helm (log in $(TEST_LOG_DIR)/kube-apiserver.log)"; \
 	( $(call timed,machine prereqs,$(MAKE) --no-print-directory machine-prereqs) ) >$(TEST_LOG_DIR)/machine-prereqs.log 2>&1 & machine=$$!; \
-	( $(call timed,background kube-apiserver,$(LOW_PRIORITY) $(MAKE) --no-print-directory kube-apiserver) ) >$(TEST_LOG_DIR)/kube-apiserver.log 2>&1 & kube=$$!; \
+	( $(call timed,background kube-apiserver and helm,$(LOW_PRIORITY) $(MAKE) --no-print-directory kube-apiserver helm) ) >$(TEST_LOG_DIR)/kube-apiserver.log 2>&1 & kube=$$!; \
 	checks=; fail() { wait $$machine $$kube $$checks; exit 1; }; \
 	{ $(call timed,sources (ocb),$(MAKE) --no-print-directory sources); } || fail; \
 	echo "== make test: in the background, at idle priority: the small Windows binary, the type-check of $(TYPECHECK_TARGETS) and go tool pprof (log in $(TEST_LOG_DIR)/background.log)"; \
@@ -187,11 +224,13 @@ IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) n
 
 # make test's steps between the system-test phases (SYSTEM_PHASES below):
 # the background builds back to low priority after the tests of figures;
-# the Kubernetes tests wait for kube-apiserver, the manifest and container
+# the Kubernetes tests wait for kube-apiserver and helm (built in one
+# background job; the manifest tests, which render the chart, start after
+# the Kubernetes tests, so they have helm too), the manifest and container
 # tests for the small Windows binary and the type-check. A failed build
 # prints its log and ends make test once the phases started are done.
 TEST_AFTER_FIGURES = internal/buildtools/background.sh low $$kube $$checks;
-TEST_BEFORE_KUBERNETES = $(call WAIT_BACKGROUND,kube-apiserver,$$kube,kube-apiserver,the kube-apiserver build,wait $$rest $$checks; exit 1)
+TEST_BEFORE_KUBERNETES = $(call WAIT_BACKGROUND,kube-apiserver and helm,$$kube,kube-apiserver,the kube-apiserver or helm build,wait $$rest $$checks; exit 1)
 TEST_BEFORE_MANIFESTS = $(call WAIT_BACKGROUND,the background checks,$$checks,background,a background step,wait $$rest $$k8s; exit 1)
 # $(call WAIT_BACKGROUND,<step>,<job>,<log>,<what failed>,<on failure>):
 # make test waits for one of its background jobs, timed as "wait for
@@ -265,7 +304,7 @@ RUN_PHASE = mkdir -p $(TEST_LOG_DIR); run() { name=$$1; shift; s=$$(date +%s); "
 	echo "== make test: $$name took $$(( $$(date +%s) - s ))s (exit $$rc)" >>$(TEST_LOG_DIR)/$$name.log; \
 	cat $(TEST_LOG_DIR)/$$name.log; [ $$rc = 0 ] || echo "$$name" >>$(TEST_LOG_DIR)/failed; return 0; }
 .PHONY: system-tests e2e-test-binary phase-e2e-serial phase-e2e-alone phase-e2e-rest phase-kubernetes phase-manifests-container phase-smoke
-system-tests: e2e-test-binary kube-apiserver windows-test-binary
+system-tests: e2e-test-binary kube-apiserver helm windows-test-binary
 	@rm -f $(TEST_LOG_DIR)/failed; $(call SYSTEM_PHASES,system-tests)
 e2e-test-binary:
 	@mkdir -p $(TEST_LOG_DIR); $(GO) test -c -o $(E2E_TEST) ./tests/e2e/

@@ -32,11 +32,23 @@ const (
 	saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
+// installChart installs the chart (charts/otelcol-nexovue) as release
+// otelcol-nexovue in the agent's namespace with the named values sets
+// (ci/<name>-values.yaml; none: the defaults), as a user would with helm
+// install (server-side apply), so the agent's objects are the ones the chart
+// renders. The tests give the agent its key themselves: no Secret is made.
+func installChart(t testing.TB, c *cluster, sets ...string) {
+	t.Helper()
+	args := []string{"install", chartRelease, testenv.Chart, "--namespace", agentNamespace, "--create-namespace"}
+	for _, s := range sets {
+		args = append(args, "-f", filepath.Join(testenv.RepoRoot(t), testenv.Chart, "ci", s+"-values.yaml"))
+	}
+	c.helm(t, args...)
+}
+
 // applyDistributions applies the gateway, least-privilege and
-// agent-multi-key overlays, then
-// distributions/kubernetes (the agent), each with `kubectl apply -k`,
-// server-side with strict field validation, so the agent's objects are the
-// ones distributions/kubernetes ships.
+// agent-multi-key bases, then distributions/kubernetes (the agent), each
+// with `kubectl apply -k`, server-side with strict field validation.
 func applyDistributions(t testing.TB, c *cluster) {
 	t.Helper()
 	root := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes")
@@ -82,15 +94,19 @@ type agentRun struct {
 // is what the agent has. NEXOVUE_ENDPOINT points at the ingest double.
 func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
 	t.Helper()
-	return startAgentWith(t, c, node, withK8s, nil, ingest.Config{Keys: []string{testKey}})
+	return startAgentWith(t, c, node, withK8s, nil, nil, ingest.Config{Keys: []string{testKey}})
 }
 
-// startAgentWith is startAgent with further config files (merged over the
-// agent's, as more --config flags) and the double's config (its
-// OnAccepted is set to the run's recorder).
-func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, configs []string, srvCfg ingest.Config) *agentRun {
+// startAgentWith is startAgent with the agent's config rewritten (when
+// rewrite is not nil: paths of the pod made the test's), further config
+// files (merged over the agent's, as more --config flags) and the double's
+// config (its OnAccepted is set to the run's recorder).
+func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, rewrite func(string) string, configs []string, srvCfg ingest.Config) *agentRun {
 	t.Helper()
 	cfg := agentConfig(t, c)
+	if rewrite != nil {
+		cfg = rewrite(cfg)
+	}
 	dir := t.TempDir()
 	token := c.kubectl(t, "-n", agentNamespace, "create", "token", agentName, "--duration=2h")
 	sa := filepath.Join(dir, "serviceaccount")

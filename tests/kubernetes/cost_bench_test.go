@@ -32,7 +32,7 @@ func BenchmarkAgentCostWithK8sAttributes(b *testing.B) {
 		settling = 15 * time.Second
 	)
 	c := startCluster(b)
-	applyDistributions(b, c)
+	installChart(b, c)
 	node := "nxv-node-" + randHex(b, 3)
 	var namespaces []any
 	for _, ns := range []string{"bench-a", "bench-b", "bench-c", "bench-d"} {

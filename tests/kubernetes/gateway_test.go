@@ -1,27 +1,18 @@
 package kubernetes
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// TestGatewayTierApplied applies distributions/kubernetes/gateway to the
-// real API server, server-side with strict field validation (as
-// applyDistributions does), and reads back what issue 31 added to the
-// gateway tier: the headless Service the agents resolve, the
-// HorizontalPodAutoscaler, the PodDisruptionBudget, the spreading over
-// nodes and the grace period, as the API server stored them.
-func TestGatewayTierApplied(t *testing.T) {
-	t.Parallel()
-	c := startCluster(t)
-	dir := filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes", "gateway")
-	if out, err := c.kubectlOut("apply", "-k", dir, "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
-		t.Fatalf("apply distributions/kubernetes/gateway: %v\n%s", err, out)
-	}
-	const ns, name = "nexovue-profiling", "otelcol-nexovue-gateway"
+// checkGatewayTier reads back, from the API server, what issue 31 added to
+// the gateway tier in namespace ns: the headless Service the agents
+// resolve, the HorizontalPodAutoscaler, the PodDisruptionBudget, the
+// spreading over nodes, the grace period, and the agents' address of it
+// (and no key).
+func checkGatewayTier(t *testing.T, c *cluster, ns string) {
+	t.Helper()
+	const name = "otelcol-nexovue-gateway"
 	get := func(args ...string) string {
 		return strings.TrimSpace(c.kubectl(t, append([]string{"-n", ns, "get"}, args...)...))
 	}
@@ -34,8 +25,9 @@ func TestGatewayTierApplied(t *testing.T) {
 		{"PDB maxUnavailable", get("pdb", name, "-o", "jsonpath={.spec.maxUnavailable}"), "1"},
 		{"spread over nodes", get("deployment", name, "-o", "jsonpath={.spec.template.spec.topologySpreadConstraints[0].topologyKey}"), "kubernetes.io/hostname"},
 		{"grace period", get("deployment", name, "-o", "jsonpath={.spec.template.spec.terminationGracePeriodSeconds}"), "45"},
-		{"agents' gateway address", get("daemonset", "otelcol-nexovue-agent", "-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="NEXOVUE_GATEWAY_ENDPOINT")].value}`),
+		{"agents' gateway address", get("daemonset", agentName, "-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="NEXOVUE_GATEWAY_ENDPOINT")].value}`),
 			"dns:///" + name + "-headless." + ns + ".svc:4317"},
+		{"agents' key", get("daemonset", agentName, "-o", `jsonpath={.spec.template.spec.containers[0].env[?(@.name=="NEXOVUE_KEY")].name}`), ""},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {

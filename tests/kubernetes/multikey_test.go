@@ -14,20 +14,25 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// TestKubernetesMultiKey runs the agent of the agent-multi-key overlay (its
-// routing config read back from a real kube-apiserver, merged over the
-// agent's) against real processes in the cgroups of pods in three
-// namespaces, with the teams' keys as files where the overlay mounts the
-// Secrets: each key of the ingest double receives its own namespaces'
+// TestKubernetesMultiKey runs the agent the chart installs with
+// ci/multi-key-values.yaml (its config, routing rules included, read back
+// from a real kube-apiserver) against real processes in the cgroups of pods
+// in three namespaces, with the teams' keys as files where the chart mounts
+// their Secrets: each key of the ingest double receives its own namespaces'
 // profiles and no other's.
 func TestKubernetesMultiKey(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	applyDistributions(t, c)
-	routing := c.kubectl(t, "-n", agentNamespace, "get", "configmap", agentName+"-routing", "-o", `jsonpath={.data.routing\.yaml}`)
+	installChart(t, c, "multi-key")
+	routing := agentConfig(t, c)
 	const keysDir = "/etc/nexovue/keys/"
 	if !strings.Contains(routing, keysDir+"payments") || !strings.Contains(routing, keysDir+"search") {
-		t.Fatalf("the overlay's routing config does not read the payments and search keys from %s:\n%s", keysDir, routing)
+		t.Fatalf("the chart's routing rules do not read the payments and search keys from %s:\n%s", keysDir, routing)
+	}
+	mounts := c.kubectl(t, "-n", agentNamespace, "get", "daemonset", agentName, "-o",
+		`jsonpath={range .spec.template.spec.containers[0].volumeMounts[*]}{.name}={.mountPath}{"\n"}{end}`)
+	if !strings.Contains(mounts, "team-keys="+strings.TrimSuffix(keysDir, "/")+"\n") {
+		t.Fatalf("the DaemonSet does not mount the team keys at %s:\n%s", keysDir, mounts)
 	}
 	node := "nxv-node-" + randHex(t, 3)
 	cg := newCgroups(t)
@@ -54,10 +59,9 @@ func TestKubernetesMultiKey(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, filepath.Join(dir, "keys", "payments"), teams[0].key+"\n")
 	mustWrite(t, filepath.Join(dir, "keys", "search"), teams[1].key+"\n")
-	routingPath := filepath.Join(dir, "routing.yaml")
-	mustWrite(t, routingPath, strings.ReplaceAll(routing, keysDir, filepath.Join(dir, "keys")+"/"))
+	keyFiles := func(cfg string) string { return strings.ReplaceAll(cfg, keysDir, filepath.Join(dir, "keys")+"/") }
 
-	run := startAgentWith(t, c, node, true, []string{routingPath}, ingest.Config{Keys: []string{teams[0].key, teams[1].key, testKey}, KeyNames: keys})
+	run := startAgentWith(t, c, node, true, keyFiles, nil, ingest.Config{Keys: []string{teams[0].key, teams[1].key, testKey}, KeyNames: keys})
 	seen := func() string {
 		var b strings.Builder
 		for name, ks := range run.srv.Stats().Keys {

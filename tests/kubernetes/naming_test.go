@@ -25,8 +25,8 @@ type expect struct {
 	workloadValue string
 }
 
-// TestKubernetesNaming runs the shipped DaemonSet config, read back from a
-// real kube-apiserver, with the agent ServiceAccount's token, against pods of
+// TestKubernetesNaming runs the DaemonSet config the chart installs (helm
+// install, default values), read back from a real kube-apiserver, with the agent ServiceAccount's token, against pods of
 // every kind whose containers are real processes in cgroups named after
 // their container IDs, and checks the service.name, service.namespace and
 // k8s.* attributes that reach the ingest double for each naming rule; then
@@ -35,7 +35,7 @@ type expect struct {
 func TestKubernetesNaming(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	applyDistributions(t, c)
+	installChart(t, c)
 	node := "nxv-node-" + randHex(t, 3)
 	cg := newCgroups(t)
 	burner := buildBurner(t)

@@ -48,11 +48,6 @@ func shippedConfigs(t *testing.T) []shippedConfig {
 			continue
 		}
 		cm := o.Obj.(*corev1.ConfigMap)
-		if o.Name == multiKeyRoutingName {
-			// A fragment merged over the agent's config: validated so by
-			// TestKustomizeAgentMultiKey.
-			continue
-		}
 		data, ok := cm.Data["config.yaml"]
 		if !ok {
 			t.Fatalf("%s: ConfigMap %s has no config.yaml", o.File, o.Name)
@@ -146,27 +141,34 @@ func TestConfigMapsMatchShippedConfigs(t *testing.T) {
 		cmFile, cmName, shipped string
 		k8s                     bool
 	}{
-		{agentDir + "agent-configmap.yaml", agentName, "agent.yaml", true},
-		{gatewayDir + "agent-configmap.yaml", agentName, "agent-to-gateway.yaml", true},
-		{gatewayDir + "gateway-configmap.yaml", gatewayName, "gateway.yaml", false},
+		{agentDir + renderedBase, agentName, "agent.yaml", true},
+		{gatewayDir + renderedBase, agentName, "agent-to-gateway.yaml", true},
+		{gatewayDir + renderedBase, gatewayName, "gateway.yaml", false},
 	} {
 		t.Run(tc.cmFile, func(t *testing.T) {
-			cm := configMapConfig(t, tc.cmFile, tc.cmName)
-			want := readConfig(t, repoPath(t, "distributions", "otelcol-nexovue", tc.shipped))
-			got := cm
-			if tc.k8s {
-				procs := strs(get(cm, "service", "pipelines", "profiles", "processors"))
-				if len(procs) < 2 || procs[0] != "memory_limiter" || procs[1] != "k8s_attributes" {
-					t.Errorf("processors %v: want k8s_attributes right after memory_limiter", procs)
-				}
-				got = withoutK8sAttributes(t, cm)
-			}
-			if !reflect.DeepEqual(got, want) {
-				gy, _ := yaml.Marshal(got)
-				wy, _ := yaml.Marshal(want)
-				t.Errorf("%s drifted from distributions/otelcol-nexovue/%s (k8s_attributes and service_name.kubernetes aside):\n--- ConfigMap\n%s\n--- %s\n%s", tc.cmFile, tc.shipped, gy, tc.shipped, wy)
-			}
+			checkMatchesShipped(t, tc.cmFile, configMapConfig(t, tc.cmFile, tc.cmName), tc.shipped, tc.k8s)
 		})
+	}
+}
+
+// checkMatchesShipped fails the test unless cm, a ConfigMap's config, is
+// distributions/otelcol-nexovue/<shipped> (with k8s: plus k8s_attributes
+// right after memory_limiter and service_name's kubernetes naming).
+func checkMatchesShipped(t *testing.T, what string, cm map[string]any, shipped string, k8s bool) {
+	t.Helper()
+	want := readConfig(t, repoPath(t, "distributions", "otelcol-nexovue", shipped))
+	got := cm
+	if k8s {
+		procs := strs(get(cm, "service", "pipelines", "profiles", "processors"))
+		if len(procs) < 2 || procs[0] != "memory_limiter" || procs[1] != "k8s_attributes" {
+			t.Errorf("processors %v: want k8s_attributes right after memory_limiter", procs)
+		}
+		got = withoutK8sAttributes(t, cm)
+	}
+	if !reflect.DeepEqual(got, want) {
+		gy, _ := yaml.Marshal(got)
+		wy, _ := yaml.Marshal(want)
+		t.Errorf("%s drifted from distributions/otelcol-nexovue/%s (k8s_attributes and service_name.kubernetes aside):\n--- ConfigMap\n%s\n--- %s\n%s", what, shipped, gy, shipped, wy)
 	}
 }
 
@@ -208,7 +210,7 @@ func TestShippedConfigsShape(t *testing.T) {
 	}
 	checkNexovueExporter(t, "agent.yaml", agent, true)
 
-	k8s := configMapConfig(t, agentDir+"agent-configmap.yaml", agentName)
+	k8s := configMapConfig(t, agentDir+renderedBase, agentName)
 	if got := pipeline(k8s, "processors"); !slices.Equal(got, []string{"memory_limiter", "k8s_attributes", "span_links", "service_name", "symbolize", "frame_limit"}) {
 		t.Errorf("Kubernetes agent processors %v", got)
 	}

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -59,6 +60,8 @@ func newTyped(apiVersion, kind string) any {
 		return &autoscalingv2.HorizontalPodAutoscaler{}
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	}
 	return nil
 }
@@ -147,13 +150,14 @@ func readKustomization(t *testing.T, path string) kustomization {
 }
 
 // manifests decodes every Kubernetes manifest under distributions/kubernetes
-// (all *.yaml but kustomization.yaml), failing the test on any error.
+// (all *.yaml but kustomization.yaml and the chart's values.yaml), failing
+// the test on any error.
 func manifests(t *testing.T) []object {
 	t.Helper()
 	root := testenv.RepoRoot(t)
 	var all []object
 	err := filepath.WalkDir(filepath.Join(root, "distributions", "kubernetes"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" || d.Name() == "values.yaml" {
 			return err
 		}
 		data, err := os.ReadFile(path)

@@ -19,11 +19,14 @@ import (
 )
 
 const (
-	namespace     = "nexovue-profiling"
-	agentName     = "otelcol-nexovue-agent"
-	gatewayName   = "otelcol-nexovue-gateway"
-	agentDir      = "distributions/kubernetes/agent/"
-	gatewayDir    = "distributions/kubernetes/gateway/"
+	namespace   = "nexovue-profiling"
+	agentName   = "otelcol-nexovue-agent"
+	gatewayName = "otelcol-nexovue-gateway"
+	agentDir    = "distributions/kubernetes/agent/"
+	gatewayDir  = "distributions/kubernetes/gateway/"
+	// renderedBase is each base's one manifest file: the chart rendered
+	// with the base's values.yaml (TestBasesAreChartRenderings).
+	renderedBase  = "otelcol-nexovue.yaml"
 	secretName    = "nexovue-ingest-key"
 	healthPort    = 13133
 	gatewayOTLP   = 4317
@@ -100,7 +103,7 @@ func TestKustomizationsListEveryManifest(t *testing.T) {
 			switch {
 			case e.IsDir():
 				subdirs = append(subdirs, e.Name())
-			case strings.HasSuffix(e.Name(), ".yaml") && e.Name() != "kustomization.yaml":
+			case strings.HasSuffix(e.Name(), ".yaml") && e.Name() != "kustomization.yaml" && e.Name() != "values.yaml":
 				files = append(files, e.Name())
 			}
 		}
@@ -272,7 +275,7 @@ func distVersion(t *testing.T) string {
 
 func TestAgentDaemonSet(t *testing.T) {
 	objs := manifests(t)
-	ds := find[appsv1.DaemonSet](t, objs, agentDir+"agent-daemonset.yaml", "DaemonSet", agentName)
+	ds := find[appsv1.DaemonSet](t, objs, agentDir+renderedBase, "DaemonSet", agentName)
 	spec := &ds.Spec.Template.Spec
 	if !spec.HostPID {
 		t.Error("hostPID is not true: the profiler must see the node's processes")
@@ -327,15 +330,15 @@ func TestAgentDaemonSet(t *testing.T) {
 	if !everything {
 		t.Errorf("agent tolerations %+v do not cover every taint", spec.Tolerations)
 	}
-	pc := find[schedulingv1.PriorityClass](t, objs, "", "PriorityClass", spec.PriorityClassName)
+	pc := find[schedulingv1.PriorityClass](t, objs, agentDir+renderedBase, "PriorityClass", spec.PriorityClassName)
 	if pc.Value <= 0 || pc.Value >= 2000000000 || pc.GlobalDefault {
 		t.Errorf("PriorityClass %s: value %d globalDefault %v: want positive, below the system classes, not default", pc.Name, pc.Value, pc.GlobalDefault)
 	}
-	sa := find[corev1.ServiceAccount](t, objs, "", "ServiceAccount", spec.ServiceAccountName)
+	sa := find[corev1.ServiceAccount](t, objs, agentDir+renderedBase, "ServiceAccount", spec.ServiceAccountName)
 	if sa.Namespace != namespace {
 		t.Errorf("ServiceAccount %s in %q", sa.Name, sa.Namespace)
 	}
-	ns := find[corev1.Namespace](t, objs, "", "Namespace", namespace)
+	ns := find[corev1.Namespace](t, objs, agentDir+renderedBase, "Namespace", namespace)
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
 		t.Errorf("Namespace %s: pod-security enforce label %q, want privileged (the agent is)", namespace, ns.Labels["pod-security.kubernetes.io/enforce"])
 	}
@@ -349,16 +352,16 @@ func TestAgentDaemonSet(t *testing.T) {
 
 func TestAgentRBAC(t *testing.T) {
 	objs := manifests(t)
-	ds := find[appsv1.DaemonSet](t, objs, agentDir+"agent-daemonset.yaml", "DaemonSet", agentName)
+	ds := find[appsv1.DaemonSet](t, objs, agentDir+renderedBase, "DaemonSet", agentName)
 	sa := ds.Spec.Template.Spec.ServiceAccountName
-	crb := find[rbacv1.ClusterRoleBinding](t, objs, "", "ClusterRoleBinding", agentName)
+	crb := find[rbacv1.ClusterRoleBinding](t, objs, agentDir+renderedBase, "ClusterRoleBinding", agentName)
 	if len(crb.Subjects) != 1 || crb.Subjects[0].Kind != "ServiceAccount" || crb.Subjects[0].Name != sa || crb.Subjects[0].Namespace != namespace {
 		t.Errorf("ClusterRoleBinding subjects %+v: want only ServiceAccount %s/%s", crb.Subjects, namespace, sa)
 	}
 	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.APIGroup != "rbac.authorization.k8s.io" {
 		t.Errorf("ClusterRoleBinding roleRef %+v", crb.RoleRef)
 	}
-	cr := find[rbacv1.ClusterRole](t, objs, "", "ClusterRole", crb.RoleRef.Name)
+	cr := find[rbacv1.ClusterRole](t, objs, agentDir+renderedBase, "ClusterRole", crb.RoleRef.Name)
 	// Exactly what k8s_attributes reads, read-only.
 	want := map[string]bool{"/pods": true, "/namespaces": true, "/nodes": true, "apps/replicasets": true}
 	got := map[string]bool{}
@@ -391,7 +394,7 @@ func TestAgentRBAC(t *testing.T) {
 
 func TestGatewayDeploymentAndService(t *testing.T) {
 	objs := manifests(t)
-	dep := find[appsv1.Deployment](t, objs, gatewayDir+"gateway-deployment.yaml", "Deployment", gatewayName)
+	dep := find[appsv1.Deployment](t, objs, gatewayDir+renderedBase, "Deployment", gatewayName)
 	spec := &dep.Spec.Template.Spec
 	c := checkCollectorContainer(t, "gateway", spec, gatewayName, true)
 	if spec.HostPID || spec.HostNetwork {
@@ -403,7 +406,7 @@ func TestGatewayDeploymentAndService(t *testing.T) {
 		t.Errorf("gateway container security context %+v: want unprivileged, no escalation, all capabilities dropped", sc)
 	}
 	checkGatewayScaling(t, objs, dep, c)
-	svc := find[corev1.Service](t, objs, gatewayDir+"gateway-service.yaml", "Service", gatewayName)
+	svc := find[corev1.Service](t, objs, gatewayDir+renderedBase, "Service", gatewayName)
 	for k, v := range svc.Spec.Selector {
 		if dep.Spec.Template.Labels[k] != v {
 			t.Errorf("Service selector %s=%s does not select the gateway pods", k, v)

@@ -89,9 +89,9 @@ func TestKustomizeGateway(t *testing.T) {
 
 	// The agents' config is the two-tier one.
 	cm := find[corev1.ConfigMap](t, built, "", "ConfigMap", agentName)
-	patch := find[corev1.ConfigMap](t, files, gatewayDir+"agent-configmap.yaml", "ConfigMap", agentName)
+	patch := find[corev1.ConfigMap](t, files, gatewayDir+renderedBase, "ConfigMap", agentName)
 	if cm.Data["config.yaml"] != patch.Data["config.yaml"] {
-		t.Error("the rendered agent ConfigMap is not gateway/agent-configmap.yaml's")
+		t.Error("the kustomize-built agent ConfigMap is not gateway/otelcol-nexovue.yaml's")
 	}
 	if !strings.Contains(cm.Data["config.yaml"], "${env:"+gatewayEnvVar) {
 		t.Errorf("the agents' two-tier config does not read %s", gatewayEnvVar)
@@ -110,7 +110,7 @@ func TestKustomizeGateway(t *testing.T) {
 
 func TestKustomizeLeastPrivilege(t *testing.T) {
 	built := kustomize(t, "distributions/kubernetes/least-privilege")
-	base := find[appsv1.DaemonSet](t, manifests(t), agentDir+"agent-daemonset.yaml", "DaemonSet", agentName)
+	base := find[appsv1.DaemonSet](t, manifests(t), agentDir+renderedBase, "DaemonSet", agentName)
 	ds := find[appsv1.DaemonSet](t, built, "", "DaemonSet", agentName)
 	spec := &ds.Spec.Template.Spec
 	c := container(t, spec)

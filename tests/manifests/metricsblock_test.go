@@ -6,13 +6,13 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-// TestMetricsBlocks: the agent and gateway configs (files and ConfigMaps)
-// carry the optional metrics pipeline as three commented blocks; as
+// TestMetricsBlocks: the agent and gateway configs carry the optional
+// metrics pipeline as three commented blocks (the chart, whose ConfigMaps
+// hold no comments, turns it on with agent.config:
+// ci/profile-metrics-values.yaml, TestChartRenderedObjects); as
 // shipped it is off; uncommented as the comment says, the config validates
 // and has profiling (or otlp) -> profile_metrics -> otlp_http/metrics next to
 // the unchanged pipeline to nexovue.
@@ -22,10 +22,6 @@ func TestMetricsBlocks(t *testing.T) {
 	var sources []source
 	for _, f := range []string{"agent.yaml", "gateway.yaml"} {
 		sources = append(sources, source{"distributions/otelcol-nexovue/" + f, string(mustRead(t, repoPath(t, "distributions", "otelcol-nexovue", f)))})
-	}
-	for _, c := range []struct{ file, name string }{{agentDir + "agent-configmap.yaml", agentName}, {gatewayDir + "gateway-configmap.yaml", gatewayName}} {
-		cm := find[corev1.ConfigMap](t, manifests(t), c.file, "ConfigMap", c.name)
-		sources = append(sources, source{c.file, cm.Data["config.yaml"]})
 	}
 	env := cleanEnv("NEXOVUE_KEY="+validateKey, nodeNameEnv+"=validate-node", "NEXOVUE_METRICS_OTLP_ENDPOINT=https://otlp.example.com:4318")
 	for _, src := range sources {
@@ -38,22 +34,7 @@ func TestMetricsBlocks(t *testing.T) {
 			if blocks != 3 {
 				t.Fatalf("%d metrics blocks, want 3 (connectors, exporters, pipelines)", blocks)
 			}
-			on := parseConfig(t, src.name+" (metrics on)", []byte(text))
-			if got := strs(get(on, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
-				t.Errorf("profiles/metrics exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "metrics", "receivers")); !slices.Equal(got, []string{"profile_metrics"}) {
-				t.Errorf("metrics receivers %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
-				t.Errorf("metrics exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
-				t.Errorf("the pipeline to nexovue changed: exporters %v", got)
-			}
-			if got := strs(get(on, "service", "pipelines", "profiles/metrics", "receivers")); !slices.Equal(got, strs(get(on, "service", "pipelines", "profiles", "receivers"))) {
-				t.Errorf("profiles/metrics receivers %v, want the profiles pipeline's", got)
-			}
+			checkMetricsPipelines(t, parseConfig(t, src.name+" (metrics on)", []byte(text)))
 			p := filepath.Join(t.TempDir(), "config.yaml")
 			if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
@@ -67,5 +48,27 @@ func TestMetricsBlocks(t *testing.T) {
 				t.Errorf("validate without NEXOVUE_METRICS_OTLP_ENDPOINT passed:\n%s", out)
 			}
 		})
+	}
+}
+
+// checkMetricsPipelines: the config has profiles -> profile_metrics ->
+// otlp_http/metrics from the profiles pipeline's receivers, next to the
+// unchanged pipeline to nexovue.
+func checkMetricsPipelines(t *testing.T, on map[string]any) {
+	t.Helper()
+	if got := strs(get(on, "service", "pipelines", "profiles/metrics", "exporters")); !slices.Equal(got, []string{"profile_metrics"}) {
+		t.Errorf("profiles/metrics exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "metrics", "receivers")); !slices.Equal(got, []string{"profile_metrics"}) {
+		t.Errorf("metrics receivers %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "metrics", "exporters")); !slices.Equal(got, []string{"otlp_http/metrics"}) {
+		t.Errorf("metrics exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "profiles", "exporters")); !slices.Equal(got, []string{"nexovue"}) {
+		t.Errorf("the pipeline to nexovue changed: exporters %v", got)
+	}
+	if got := strs(get(on, "service", "pipelines", "profiles/metrics", "receivers")); !slices.Equal(got, strs(get(on, "service", "pipelines", "profiles", "receivers"))) {
+		t.Errorf("profiles/metrics receivers %v, want the profiles pipeline's", got)
 	}
 }

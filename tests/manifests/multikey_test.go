@@ -13,21 +13,18 @@ import (
 	"github.com/nexovue/otelcol-nexovue/tests/testenv"
 )
 
-const (
-	multiKeyDir         = "distributions/kubernetes/agent-multi-key"
-	multiKeyRoutingName = "otelcol-nexovue-agent-routing"
-)
+const multiKeyDir = "distributions/kubernetes/agent-multi-key"
 
-// TestKustomizeAgentMultiKey: the overlay adds the routing config and the
-// teams' key Secrets to the agent; every rule's key_file is a file the keys
-// volume holds; the agent's config with the routing config merged over it
-// passes the built binary's validate, which rejects a broken rule.
+// TestKustomizeAgentMultiKey: the base's agent config holds the routing
+// rules and the agent mounts the teams' key Secrets; every rule's key_file
+// is a file the keys volume holds; the config passes the built binary's
+// validate, which rejects a broken rule.
 func TestKustomizeAgentMultiKey(t *testing.T) {
 	built := kustomize(t, multiKeyDir)
 	ds := find[appsv1.DaemonSet](t, built, "", "DaemonSet", agentName)
 	spec := &ds.Spec.Template.Spec
 	c := container(t, spec)
-	if want := []string{"--config=/etc/otelcol/config.yaml", "--config=/etc/otelcol-routing/routing.yaml", "--feature-gates=service.profilesSupport"}; !slices.Equal(c.Args, want) {
+	if want := []string{"--config=/etc/otelcol/config.yaml", "--feature-gates=service.profilesSupport"}; !slices.Equal(c.Args, want) {
 		t.Errorf("agent args %v, want %v", c.Args, want)
 	}
 	if envVar(c, ingestKeyEnv) == nil || !spec.HostPID {
@@ -52,8 +49,8 @@ func TestKustomizeAgentMultiKey(t *testing.T) {
 			files[filepath.Join(mounts["team-keys"], s.Secret.Items[0].Path)] = s.Secret.Name
 		}
 	}
-	cm := find[corev1.ConfigMap](t, built, "", "ConfigMap", multiKeyRoutingName)
-	routing := parseConfig(t, "routing.yaml", []byte(cm.Data["routing.yaml"]))
+	agent := find[corev1.ConfigMap](t, built, "", "ConfigMap", agentName).Data["config.yaml"]
+	routing := parseConfig(t, "config.yaml", []byte(agent))
 	rules, _ := get(routing, "exporters", "nexovue", "routing", "rules").([]any)
 	if len(rules) != 2 {
 		t.Fatalf("routing rules %v: want payments and search", rules)
@@ -65,29 +62,24 @@ func TestKustomizeAgentMultiKey(t *testing.T) {
 			t.Errorf("rule %s: key_file %s is not Secret %s's key in the keys volume (%v)", name, keyFile, want, files)
 		}
 	}
-	if p, ok := mounts["routing"]; !ok || p != "/etc/otelcol-routing" {
-		t.Errorf("the routing ConfigMap is mounted at %q", p)
-	}
-
-	agent := find[corev1.ConfigMap](t, built, "", "ConfigMap", agentName)
 	dir := t.TempDir()
 	agentPath := filepath.Join(dir, "config.yaml")
-	routingPath := filepath.Join(dir, "routing.yaml")
-	for path, data := range map[string]string{agentPath: agent.Data["config.yaml"], routingPath: cm.Data["routing.yaml"]} {
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(agentPath, []byte(agent), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	bin := testenv.Binary(t)
 	env := cleanEnv("NEXOVUE_KEY="+validateKey, nodeNameEnv+"=validate-node")
-	if out, err := validate(t, bin, agentPath, env, "--config", routingPath, testenv.FeatureGate); err != nil {
+	if out, err := validate(t, bin, agentPath, env, testenv.FeatureGate); err != nil {
 		t.Fatalf("validate of the agent config with the routing rules: %v\n%s", err, out)
 	}
 	broken := filepath.Join(dir, "broken.yaml")
-	if err := os.WriteFile(broken, []byte(strings.Replace(cm.Data["routing.yaml"], "name: payments", "name: search", 1)), 0o600); err != nil {
+	if !strings.Contains(agent, "name: payments") {
+		t.Fatalf("no rule named payments in the agent's config:\n%s", agent)
+	}
+	if err := os.WriteFile(broken, []byte(strings.Replace(agent, "name: payments", "name: search", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := validate(t, bin, agentPath, env, "--config", broken, testenv.FeatureGate); err == nil || !strings.Contains(out, "routing::rules::1::name") {
+	if out, err := validate(t, bin, broken, env, testenv.FeatureGate); err == nil || !strings.Contains(out, "routing::rules::1::name") {
 		t.Errorf("validate with two rules named search: err=%v, want an error naming routing::rules::1::name:\n%s", err, out)
 	}
 }

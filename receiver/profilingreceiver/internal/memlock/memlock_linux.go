@@ -106,8 +106,8 @@ func NeedsCapabilityError(release, hardLimit string) error {
 		"RLIMIT_MEMLOCK (hard limit %s), which only CAP_SYS_RESOURCE may raise, and this process lacks it "+
 		"(Linux 5.11 and newer charge BPF memory to the memory cgroup and need no such grant). "+
 		"Grant it: docker run --cap-add SYS_RESOURCE (or --privileged); in Kubernetes, add SYS_RESOURCE to the "+
-		"DaemonSet container's securityContext.capabilities.add (distributions/kubernetes/least-privilege "+
-		"drops it) or run it privileged", release, hardLimit)
+		"chart's agent.capabilities (charts/otelcol-nexovue, whose least-privilege default drops it) or the "+
+		"DaemonSet container's securityContext.capabilities.add, or run it privileged (agent.privileged)", release, hardLimit)
 }
 
 func formatLimit(b uint64) string {

@@ -352,8 +352,8 @@ func TestPrepareWithoutAccounting(t *testing.T) {
 		"RLIMIT_MEMLOCK (hard limit 8 MiB), which only CAP_SYS_RESOURCE may raise, and this process lacks it "+
 		"(Linux 5.11 and newer charge BPF memory to the memory cgroup and need no such grant). "+
 		"Grant it: docker run --cap-add SYS_RESOURCE (or --privileged); in Kubernetes, add SYS_RESOURCE to the "+
-		"DaemonSet container's securityContext.capabilities.add (distributions/kubernetes/least-privilege "+
-		"drops it) or run it privileged", err.Error())
+		"chart's agent.capabilities (charts/otelcol-nexovue, whose least-privilege default drops it) or the "+
+		"DaemonSet container's securityContext.capabilities.add, or run it privileged (agent.privileged)", err.Error())
 	assert.Zero(t, *installs, "no filter where the limit applies")
 	assert.Zero(t, logs.Len())
 }
