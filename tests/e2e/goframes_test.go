@@ -259,10 +259,17 @@ func TestGoFramesEBPF(t *testing.T) {
 
 	viewAddr := testenv.FreeAddr(t)
 	sinkPath := filepath.Join(dir, "profiles.jsonl")
+	// load_wait 30s, not the shipped 2s: in make test's e2e-rest phase
+	// (load 9 and more) reading a program's Go table once took longer than
+	// 2 s, and its first batch went out as the profiler named it (load_wait
+	// at work, documented); what this test checks is the naming.
 	overlay := writeFile(t, dir, "overlay.yaml", fmt.Sprintf(`
 receivers:
   profiling:
     reporter_interval: 2s
+processors:
+  symbolize:
+    load_wait: 30s
 exporters:
   file/e2e:
     path: %s
