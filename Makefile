@@ -129,8 +129,8 @@ $(HELM): internal/tools/helm/go.mod internal/tools/helm/go.sum
 	cd internal/tools/helm && $(GO) build -ldflags "$(LDFLAGS)" -o $@ helm.sh/helm/v4/cmd/helm
 
 # manifests: what is generated from the chart's sources, committed, and
-# checked by tests: the chart's copies of the shipped configs
-# (TestChartConfigsAreTheShippedConfigs), its README from values.yaml
+# checked by tests: the chart's copies of the shipped configs and of the
+# alert rules and dashboard (TestChartConfigsAreTheShippedConfigs), its README from values.yaml
 # (internal/buildtools/chartdoc's test), the golden renderings of each
 # values set (TestChartRenderingIsGolden, tests/manifests/testdata/chart)
 # and the kustomize bases, each the chart rendered with its values.yaml
@@ -140,6 +140,7 @@ CHART := charts/otelcol-nexovue
 manifests: $(HELM)
 	cp distributions/otelcol-nexovue/agent.yaml distributions/otelcol-nexovue/agent-to-gateway.yaml \
 		distributions/otelcol-nexovue/gateway.yaml $(CHART)/files/
+	cp distributions/monitoring/otelcol-nexovue-rules.yaml distributions/monitoring/otelcol-nexovue-dashboard.json $(CHART)/files/
 	$(GO) run ./internal/buildtools/chartdoc $(CHART)
 	$(GO) test -count=1 -run '^(TestChartRenderingIsGolden|TestBasesAreChartRenderings)$$' ./tests/manifests/ -update
 

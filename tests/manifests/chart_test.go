@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -66,11 +67,14 @@ func TestChartAppVersionIsTheCollectors(t *testing.T) {
 // The chart's configs start from copies of the shipped ones (Helm reads no
 // file outside the chart): they must be the same bytes.
 func TestChartConfigsAreTheShippedConfigs(t *testing.T) {
-	for _, name := range []string{"agent.yaml", "agent-to-gateway.yaml", "gateway.yaml"} {
-		chart := mustRead(t, repoPath(t, testenv.Chart, "files", name))
-		shipped := mustRead(t, repoPath(t, "distributions", "otelcol-nexovue", name))
+	for _, f := range []struct{ dir, name string }{
+		{"otelcol-nexovue", "agent.yaml"}, {"otelcol-nexovue", "agent-to-gateway.yaml"}, {"otelcol-nexovue", "gateway.yaml"},
+		{"monitoring", "otelcol-nexovue-rules.yaml"}, {"monitoring", "otelcol-nexovue-dashboard.json"},
+	} {
+		chart := mustRead(t, repoPath(t, testenv.Chart, "files", f.name))
+		shipped := mustRead(t, repoPath(t, "distributions", f.dir, f.name))
 		if !bytes.Equal(chart, shipped) {
-			t.Errorf("%s/files/%s differs from distributions/otelcol-nexovue/%s: run `make manifests` (edit the one in distributions/)", testenv.Chart, name, name)
+			t.Errorf("%s/files/%s differs from distributions/%s/%s: run `make manifests` (edit the one in distributions/)", testenv.Chart, f.name, f.dir, f.name)
 		}
 	}
 }
@@ -274,6 +278,62 @@ func TestChartRenderedObjects(t *testing.T) {
 		}
 		if !metricsPort {
 			t.Error("with serviceMonitor on, the gateway's Service lists no metrics port")
+		}
+	})
+	t.Run("alert rules and dashboard", func(t *testing.T) {
+		// The PrometheusRule's spec is the rules file (promtool checks it
+		// as rendered), the dashboard's ConfigMap holds the dashboard, with
+		// the sidecar's label; neither is there by default.
+		out := renderSet(t, chartSet(t, "gateway"), "--set", "prometheusRule.enabled=true", "--set", "dashboards.enabled=true",
+			"--set", "prometheusRule.extraLabels.release=kube-prometheus")
+		var rule, dash map[string]any
+		for _, doc := range docSeparator.Split(out, -1) {
+			var o map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			switch get(o, "kind") {
+			case "PrometheusRule":
+				rule = o
+			case "ConfigMap":
+				if get(o, "metadata", "name") == chartRelease+"-dashboard" {
+					dash = o
+				}
+			}
+		}
+		if rule == nil || dash == nil {
+			t.Fatalf("want a PrometheusRule and the dashboard's ConfigMap, got rule %v, dashboard %v", rule != nil, dash != nil)
+		}
+		var shipped map[string]any
+		if err := yaml.Unmarshal(mustRead(t, repoPath(t, "distributions", "monitoring", "otelcol-nexovue-rules.yaml")), &shipped); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(rule["spec"], shipped) {
+			t.Errorf("the PrometheusRule's spec differs from distributions/monitoring/otelcol-nexovue-rules.yaml")
+		}
+		if get(rule, "metadata", "labels", "release") != "kube-prometheus" {
+			t.Errorf("prometheusRule.extraLabels not on the PrometheusRule: %v", get(rule, "metadata", "labels"))
+		}
+		spec, err := yaml.Marshal(rule["spec"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "rendered-rules.yaml")
+		if err := os.WriteFile(path, spec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		checkRules(t, path)
+		dashboard := strings.TrimRight(string(mustRead(t, repoPath(t, "distributions", "monitoring", "otelcol-nexovue-dashboard.json"))), "\n")
+		if get(dash, "data", "otelcol-nexovue-dashboard.json") != dashboard {
+			t.Errorf("the dashboard's ConfigMap does not hold distributions/monitoring/otelcol-nexovue-dashboard.json")
+		}
+		if get(dash, "metadata", "labels", "grafana_dashboard") != "1" {
+			t.Errorf("the dashboard's ConfigMap lacks the sidecar's label grafana_dashboard: \"1\": %v", get(dash, "metadata", "labels"))
+		}
+		for _, doc := range docSeparator.Split(renderSet(t, chartSet(t, "gateway")), -1) {
+			if strings.Contains(doc, "kind: PrometheusRule") || strings.Contains(doc, chartRelease+"-dashboard") {
+				t.Errorf("rendered by default:\n%s", doc)
+			}
 		}
 	})
 	t.Run("view on the network without a token", func(t *testing.T) {
