@@ -306,16 +306,22 @@ func (s *keyState) throttled(left time.Time) float64 {
 		// equalizing ramp in this episode, and so does it.
 		return s.decrease(now, math.Max(1, equalizeBase*float64(s.ceiling)), modeEqualizing)
 	case s.ad.mode == modeEqualizing:
-		// The ramp filled the key: where it stood when the ingest's
-		// window filled (half a window before the refused request left,
-		// less one request's spacing: requests follow the ramp one
-		// spacing late), less equalizeMargin. Then the plateau.
-		at := left.Add(-paceWindow / 2)
+		// The ramp filled the key: where it stood, on average, over the
+		// ingest's window that filled (half a window before the refused
+		// request arrived, halfway between leaving and its answer; less
+		// one request's spacing: requests follow the ramp one spacing
+		// late), or what the ingest accepted since the ramp started if
+		// more (per window, as the first decrease's measure: a loaded
+		// machine's late timers put that point near the ramp's start),
+		// less equalizeMargin. Then the plateau.
+		at := left.Add(now.Sub(left)/2 - paceWindow/2)
 		if n := len(s.ad.accepted); n > 0 {
 			at = at.Add(-time.Duration(float64(s.ad.accepted[n-1].samples) / s.ramp(at) * float64(paceWindow)))
 		}
+		start := maxTime(s.ad.decreasedAt, s.notBefore)
+		accepted := float64(s.acceptedSamples(start, left)) / max(1, left.Sub(start).Seconds()/paceWindow.Seconds())
 		s.ad.equalizedAt = now
-		return s.decrease(now, math.Max(1, s.ramp(at)*(1-equalizeMargin)), modeSteady)
+		return s.decrease(now, math.Max(1, math.Max(s.ramp(at), accepted)*(1-equalizeMargin)), modeSteady)
 	case now.Sub(s.ad.decreasedAt) < plateau && rate > current*remeasureBelow &&
 		(s.ad.equalizedAt.IsZero() || now.Sub(s.ad.equalizedAt) > plateau):
 		// Refused during the plateau, at a rate that fitted the fleet at
@@ -360,6 +366,18 @@ func (s *keyState) acceptedSince(from, to time.Time) int {
 	for _, a := range s.ad.accepted {
 		if !a.left.Before(from) && a.left.Before(to) {
 			n++
+		}
+	}
+	return n
+}
+
+// acceptedSamples is the samples of the accepted requests that left in
+// [from, to). Caller holds s.mu.
+func (s *keyState) acceptedSamples(from, to time.Time) int {
+	n := 0
+	for _, a := range s.ad.accepted {
+		if !a.left.Before(from) && a.left.Before(to) {
+			n += a.samples
 		}
 	}
 	return n

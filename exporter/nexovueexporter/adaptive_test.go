@@ -233,11 +233,12 @@ func TestAdaptiveA429DuringThePlateauEqualizes(t *testing.T) {
 	// the refused one left 100 ms ago.
 	acceptEvery(s, clock, 15, 100*time.Millisecond)
 	left := clock.t.Add(-100 * time.Millisecond)
-	at := left.Add(-paceWindow / 2)
+	at := left.Add(50*time.Millisecond - paceWindow/2)
 	at = at.Add(-time.Duration(500 / s.ramp(at) * float64(paceWindow)))
 	want := s.ramp(at) * (1 - equalizeMargin)
 	assert.InDelta(t, want/paceWindow.Seconds(), s.throttled(left), 1)
-	assert.InDelta(t, 20_000*(0.05+0.05*(3.5-0.1-0.525-0.136))*(1-equalizeMargin), want, 20, "the ramp's rate half a window and one request's spacing before the refused request left")
+	assert.InDelta(t, 20_000*(0.05+0.05*(3.5-0.05-0.525-0.134))*(1-equalizeMargin), want, 20,
+		"the ramp's rate half a window and one request's spacing before the refused request arrived (halfway to its answer)")
 	rate := s.maxSamples()
 	clock.t = clock.t.Add(plateau / 2)
 	assert.Equal(t, rate, s.maxSamples(), "the plateau after the ramp")
@@ -524,6 +525,25 @@ func TestAdaptiveA429WhileReclaimingHalvesTheReclaimedRate(t *testing.T) {
 	}
 	s.throttled(clock.t)
 	assert.InDelta(t, float64(reclaimed)/2*(1-decreaseMargin), float64(s.maxSamples()), 2)
+}
+
+// TestAdaptiveTheEqualizingRampEndsAtLeastAtWhatWasAccepted: a 429 whose
+// request left 700 ms into the ramp (a loaded machine's timers are late:
+// the ramp's estimate points before its start) sets the rate to what the
+// ingest accepted since the ramp started, per window, less equalizeMargin;
+// not to the ramp's first rate.
+func TestAdaptiveTheEqualizingRampEndsAtLeastAtWhatWasAccepted(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t) // the ramp
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(time.Second)
+	acceptEvery(s, clock, 7, 100*time.Millisecond) // 3,500 samples in 700 ms
+	left := clock.t
+	clock.t = left.Add(100 * time.Millisecond)
+	assert.InDelta(t, 3500*(1-equalizeMargin)/paceWindow.Seconds(), s.throttled(left), 1)
 }
 
 // TestAdaptedPacingRespacesAWaitingRequestWhileRamping: while the rate
