@@ -140,6 +140,9 @@ type adaptive struct {
 	// when the last equalizing ramp ended (zero: none).
 	mode        int
 	equalizedAt time.Time
+	// rampFrom is when the gate reopened after the decrease that started
+	// joining or equalizing: where the growth counts from (see closeGate).
+	rampFrom time.Time
 }
 
 // gateClosure is a period the Retry-After gate was closed.
@@ -179,10 +182,11 @@ func (s *keyState) limitAt(now time.Time) int {
 	return max(1, int(r))
 }
 
-// openSince is how long the Retry-After gate has been open at now since the
-// last decrease (0 while it is closed). Caller holds s.mu.
+// openSince is how long the Retry-After gate has been open at now since it
+// reopened after the decrease that started joining or equalizing (0 before).
+// Caller holds s.mu.
 func (s *keyState) openSince(now time.Time) time.Duration {
-	return max(0, now.Sub(maxTime(s.ad.decreasedAt, s.notBefore)))
+	return max(0, now.Sub(s.ad.rampFrom))
 }
 
 // ramp is the equalizing ramp's rate at t (samples per paceWindow): rate0
@@ -294,6 +298,12 @@ func (s *keyState) throttled(left time.Time) float64 {
 		// episode every 2 to 3 s. Its next 429 starts the equalizing ramp.
 		return s.decrease(now, math.Max(1, joinFraction*float64(s.ceiling)), modeJoining)
 	}
+	if s.ad.mode == modeJoining {
+		// The joiner found the key full (with a measure or not: at its
+		// first rates it may have had nothing accepted yet): the fleet it
+		// joined starts the equalizing ramp in this episode, and so does it.
+		return s.decrease(now, math.Max(1, equalizeBase*float64(s.ceiling)), modeEqualizing)
+	}
 	if !ok {
 		// Adapted, and nothing accepted for measureSpan (an outage): the
 		// rate is left as it is; the Retry-After gate holds the process back.
@@ -301,10 +311,6 @@ func (s *keyState) throttled(left time.Time) float64 {
 	}
 	rate := perSecond * paceWindow.Seconds()
 	switch {
-	case s.ad.mode == modeJoining:
-		// The joiner found the key full: the fleet it joined starts the
-		// equalizing ramp in this episode, and so does it.
-		return s.decrease(now, math.Max(1, equalizeBase*float64(s.ceiling)), modeEqualizing)
 	case s.ad.mode == modeEqualizing:
 		// The ramp filled the key: where it stood, on average, over the
 		// ingest's window that filled (half a window before the refused
@@ -318,7 +324,7 @@ func (s *keyState) throttled(left time.Time) float64 {
 		if n := len(s.ad.accepted); n > 0 {
 			at = at.Add(-time.Duration(float64(s.ad.accepted[n-1].samples) / s.ramp(at) * float64(paceWindow)))
 		}
-		start := maxTime(s.ad.decreasedAt, s.notBefore)
+		start := s.ad.rampFrom
 		accepted := float64(s.acceptedSamples(start, left)) / max(1, left.Sub(start).Seconds()/paceWindow.Seconds())
 		s.ad.equalizedAt = now
 		return s.decrease(now, math.Max(1, math.Max(s.ramp(at), accepted)*(1-equalizeMargin)), modeSteady)
@@ -356,6 +362,9 @@ func (s *keyState) throttled(left time.Time) float64 {
 func (s *keyState) decrease(now time.Time, rate float64, mode int) float64 {
 	s.ad.rate0, s.ad.decreasedAt, s.ad.mode = rate, now, mode
 	s.ad.reclaimed, s.ad.reclaimedAt = 0, time.Time{}
+	// The gate this 429 closes may be closed already (the transport closes
+	// it as the answer comes) or next (closeGate moves rampFrom then).
+	s.ad.rampFrom = maxTime(now, s.notBefore)
 	return rate / paceWindow.Seconds()
 }
 

@@ -200,6 +200,20 @@ func TestAdaptiveAJoinerRefusedAgainEqualizes(t *testing.T) {
 	assertEqualizingRamp(t, s, clock)
 }
 
+// TestAdaptiveAJoinerRefusedAgainWithoutAMeasureEqualizes: at its first
+// rates a joiner may have had nothing accepted when the fleet's next episode
+// comes; it starts the equalizing ramp with the others all the same (kept
+// joining, it started a ramp of its own at the others' ramp's end, alone,
+// and took several shares).
+func TestAdaptiveAJoinerRefusedAgainWithoutAMeasureEqualizes(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.throttled(clock.t)
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.InDelta(t, equalizeBase*20_000/paceWindow.Seconds(), s.throttled(clock.t), 1)
+	assertEqualizingRamp(t, s, clock)
+}
+
 // assertEqualizingRamp asserts that s, refused at the clock's time, is on
 // the equalizing ramp: equalizeBase of the ceiling until its gate reopens,
 // then equalizeSlope of the ceiling more every second.
@@ -544,6 +558,31 @@ func TestAdaptiveTheEqualizingRampEndsAtLeastAtWhatWasAccepted(t *testing.T) {
 	left := clock.t
 	clock.t = left.Add(100 * time.Millisecond)
 	assert.InDelta(t, 3500*(1-equalizeMargin)/paceWindow.Seconds(), s.throttled(left), 1)
+}
+
+// TestAdaptiveTheRampCountsFromItsOwnGate: the exporter's transport closes
+// the Retry-After gate as a 429 comes, before the exporter reads it. The
+// ramp counts from the gate of the episode that started it, not from the
+// gate the ramp's last 429 closed: that 429 ends the ramp where it stood,
+// as when the gate closes after (TestAdaptiveA429DuringThePlateauEqualizes).
+func TestAdaptiveTheRampCountsFromItsOwnGate(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	acceptSteadily(s, clock)
+	s.closeGate(clock.t.Add(time.Second)) // the transport, first
+	s.throttled(clock.t)                  // the ramp
+	clock.t = clock.t.Add(time.Second)
+	assert.Equal(t, 1000, s.maxSamples(), "no growth while the gate is closed")
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.Equal(t, 3000, s.maxSamples())
+	acceptEvery(s, clock, 15, 100*time.Millisecond)
+	left := clock.t.Add(-100 * time.Millisecond)
+	s.closeGate(clock.t.Add(time.Second)) // the ramp's end: the transport first
+	at := left.Add(50*time.Millisecond - paceWindow/2)
+	at = at.Add(-time.Duration(500 / s.ramp(at) * float64(paceWindow)))
+	assert.InDelta(t, s.ramp(at)*(1-equalizeMargin)/paceWindow.Seconds(), s.throttled(left), 1)
+	assert.Greater(t, s.maxSamples(), 3000, "ended where the ramp stood, not at its first rate")
 }
 
 // TestAdaptedPacingRespacesAWaitingRequestWhileRamping: while the rate

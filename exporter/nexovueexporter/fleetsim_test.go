@@ -268,11 +268,15 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 						c.s.acceptedAt(w.left, cfg.request)
 						w.busy = false
 					} else {
+						// The transport closes the gate as the answer
+						// comes, before the exporter reads it.
+						if w.retry > 0 {
+							c.s.closeGate(now.Add(w.retry))
+						}
 						c.s.cancel(w.id)
 						c.s.throttled(w.left)
 						w.nextTry = now.Add(cfg.backoff)
 						if w.retry > 0 {
-							c.s.closeGate(now.Add(w.retry))
 							w.nextTry = now.Add(w.retry)
 						} else {
 							c.s.throttledWithoutRetryAfter()
