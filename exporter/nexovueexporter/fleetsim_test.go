@@ -482,8 +482,8 @@ var burstCases = []burstCase{
 	{name: "in_step", latency: 100 * time.Millisecond, lockstep: true, minBusy: 90, perCollector: 1},
 	{name: "random_first_offers", latency: 40 * time.Millisecond, minBusy: 90, perCollector: 1},
 	{name: "random_first_offers", latency: 100 * time.Millisecond, minBusy: 75, perCollector: 2},
-	{name: "random_start_within_2s", latency: 40 * time.Millisecond, spread: 2 * time.Second, minBusy: 68, perCollector: 5},
-	{name: "random_start_within_2s", latency: 100 * time.Millisecond, spread: 2 * time.Second, minBusy: 68, perCollector: 5},
+	{name: "random_start_within_2s", latency: 40 * time.Millisecond, spread: 2 * time.Second, minBusy: 70, perCollector: 5},
+	{name: "random_start_within_2s", latency: 100 * time.Millisecond, spread: 2 * time.Second, minBusy: 70, perCollector: 5},
 }
 
 // TestFleetSimDrainsABurst: the fleet of the e2e burst test on a virtual
