@@ -259,7 +259,9 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 #               other;
 #   e2e-alone   the fleet pacing tests (E2E_ALONE), one after the other:
 #               eight collectors must reach 90% of the key's limit (in a
-#               burst, of each key's over its busy period), and one
+#               burst, of each key's over its busy period; the bursts
+#               whose collectors start at random moments within 2 s,
+#               issue 47, the bound their pacing reaches), and one
 #               fell to 84% beside the Kubernetes and container tests, and
 #               to 82-86% beside the other two fleets (alone: 96%); beside
 #               cold builds with kube-apiserver at nice 19 (not idle
@@ -283,7 +285,7 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 # cgroup after the profiler had met it, see docs/development.md), not
 # the load.
 E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing|TestAlertsFireWithPrometheus|TestShortLivedExecStorm
-E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys
+E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys|TestPacingFleetBurstRandomStarts|TestPacingFleetBurstSeveralKeysRandomStarts
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 E2E_TEST := $(TEST_LOG_DIR)/e2e.test
 # $(call SYSTEM_PHASES,<make target>,<after the tests of figures>,<before

@@ -22,6 +22,23 @@ import (
 // does): slowly near the rate that was refused, faster the longer no 429
 // comes. While the rate is below the ceiling, requests leave evenly spaced,
 // one in flight at a time.
+//
+// That measure is only fair when the fleet started sending together. A
+// collector that started late (a fleet coming back one by one) gets little
+// or nothing into the window before the key is full, and the early ones
+// measure more than their share; nothing any one of them sees during the
+// plateau tells it so. Two rules even such a fleet out, at the cost of two
+// more 429 episodes: a collector refused before it has a measure (fewer
+// than minMeasured accepted requests) joins, growing from joinFraction of
+// the ceiling, doubling every joinDoubling, until it is refused again; a
+// 429 during the plateau (the fleet grew: the rate fitted it at the
+// decrease) has every collector refused in that episode, the joiner too,
+// start over from the same rate, equalizeBase of the ceiling, and grow by
+// the same amount, equalizeSlope of the ceiling a second, from when its
+// gate reopens. They grow alike, so when the key is full again their rates
+// are alike: the 429 that ends the ramp sets each one's rate to where the
+// ramp stood when the ingest's window filled, less equalizeMargin, and
+// starts the plateau.
 const (
 	// decreaseMargin is taken off the accepted rate on a decrease, so that
 	// a fleet that all decreased together is below the key's limit, not on it.
@@ -65,6 +82,34 @@ const (
 	// backed up for reclaimAfter doubles its rate every reclaimDoubling.
 	reclaimAfter    = 3 * time.Second
 	reclaimDoubling = 250 * time.Millisecond
+	// minMeasured is the fewest accepted requests a first decrease takes
+	// as a measure of this collector's share: one or two requests (it
+	// started sending a moment before the key was full) say little of it,
+	// and such a collector joins instead (see throttled).
+	minMeasured = 3
+	// joinFraction and joinDoubling: a joiner's rate starts at
+	// joinFraction of the ceiling and doubles every joinDoubling that the
+	// Retry-After gate is open (back at the ceiling in 4.3 s).
+	joinFraction = 0.05
+	joinDoubling = time.Second
+	// equalizeBase and equalizeSlope: the equalizing ramp's rate is
+	// equalizeBase of the ceiling when the gate reopens, plus
+	// equalizeSlope of the ceiling for every second since (eight
+	// collectors on one key fill it about 2.5 s after the gate reopens).
+	equalizeBase  = 0.05
+	equalizeSlope = 0.05
+	// equalizeMargin is taken off the ramp's rate when the ramp ends: the
+	// rate where the ramp stood as the ingest's window filled is estimated
+	// from the ramp, not measured, and a fleet set with decreaseMargin
+	// alone met another episode in most simulated draws.
+	equalizeMargin = 3 * decreaseMargin
+)
+
+// The modes of adaptive pacing after a 429 (see the comment above).
+const (
+	modeSteady     = iota // a plateau, then the probe and the reclaim
+	modeJoining           // refused without a measure: doubling
+	modeEqualizing        // the equalizing ramp
 )
 
 // acceptedRequest is a request the ingest accepted, by the time it left.
@@ -91,6 +136,13 @@ type adaptive struct {
 	// requests ever held (see backedUp).
 	backedUpSince time.Time
 	mostHeld      int
+	// mode is modeSteady, modeJoining or modeEqualizing; equalizedAt is
+	// when the last equalizing ramp ended (zero: none).
+	mode        int
+	equalizedAt time.Time
+	// rampFrom is when the gate reopened after the decrease that started
+	// joining or equalizing: where the growth counts from (see closeGate).
+	rampFrom time.Time
 }
 
 // gateClosure is a period the Retry-After gate was closed.
@@ -106,14 +158,19 @@ func (s *keyState) limitAt(now time.Time) int {
 		return s.ceiling
 	}
 	r := s.ad.rate0
-	if since := now.Sub(s.ad.decreasedAt); since > plateau {
+	switch since := now.Sub(s.ad.decreasedAt); {
+	case s.ad.mode == modeJoining:
+		r *= math.Exp2(s.openSince(now).Seconds() / joinDoubling.Seconds())
+	case s.ad.mode == modeEqualizing:
+		r = s.ramp(now)
+	case since > plateau:
 		t := (since - plateau).Seconds() / growthPeriod.Seconds()
 		r += growthFraction * float64(s.ceiling) * t * t * t
 		r = s.reclaim(now, r)
 	}
 	if r >= float64(s.ceiling) {
 		// Back at the ceiling: the next 429 is a first decrease again.
-		s.ad.decreasedAt = time.Time{}
+		s.ad.decreasedAt, s.ad.mode = time.Time{}, modeSteady
 		s.ad.reclaimed, s.ad.reclaimedAt, s.ad.backedUpSince = 0, time.Time{}, time.Time{}
 		return s.ceiling
 	}
@@ -123,6 +180,29 @@ func (s *keyState) limitAt(now time.Time) int {
 	// limit (slow, several in flight); soon, those paced one at a time.
 	r *= 1 - math.Min(jitterMargin*s.rtt.usual().Seconds(), maxJitterMargin)
 	return max(1, int(r))
+}
+
+// openSince is how long the Retry-After gate has been open at now since it
+// reopened after the decrease that started joining or equalizing (0 before).
+// Caller holds s.mu.
+func (s *keyState) openSince(now time.Time) time.Duration {
+	return max(0, now.Sub(s.ad.rampFrom))
+}
+
+// ramp is the equalizing ramp's rate at t (samples per paceWindow): rate0
+// (equalizeBase of the ceiling) plus equalizeSlope of the ceiling for every
+// second since the gate reopened. Every collector that started the ramp in
+// one episode has the same rate at the same moment, give or take the time
+// between their refusals. Caller holds s.mu.
+func (s *keyState) ramp(t time.Time) float64 {
+	return s.ad.rate0 + equalizeSlope*float64(s.ceiling)*s.openSince(t).Seconds()
+}
+
+// ramping reports whether the rate grows while requests wait for their
+// slots (joining or equalizing): then a waiting request's slot is spaced
+// again at the current rate (see rebook). Caller holds s.mu.
+func (s *keyState) ramping() bool {
+	return s.ad.mode != modeSteady
 }
 
 // reclaim is the rate past the plateau: the probe's cubic curve r, or more
@@ -207,19 +287,56 @@ func (s *keyState) throttled(left time.Time) float64 {
 		return 0
 	}
 	current := float64(s.limitAt(now))
-	// Nothing accepted from this process in measureSpan: no measure of its
-	// share of the key's limit (a collector that just started, or a
-	// gateway replica that replaced one, found the key's window full). The
-	// rate is left as it is: the Retry-After gate (or the retry's backoff)
-	// holds the process back, and the first 429 after an accepted request
-	// sets the rate from that measure. Setting it to the lowest here held a
-	// replacement replica at 1% of the ceiling for the plateau and the slow
-	// start of the probe, minutes at a few requests a minute.
 	perSecond, ok := s.acceptedRate(left)
+	if !s.adapted() && (!ok || s.acceptedSince(left.Add(-measureSpan), left) < minMeasured) {
+		// No measure of its share (it started a moment before the key was
+		// full, or a gateway replica replaced one): it joins, from
+		// joinFraction of the ceiling, doubling while the gate is open (a
+		// rate held low for the plateau kept a replacement replica at a
+		// few requests a minute for minutes). Keeping the ceiling instead
+		// sent its backlog at once every time the gate reopened: an
+		// episode every 2 to 3 s. Its next 429 starts the equalizing ramp.
+		return s.decrease(now, math.Max(1, joinFraction*float64(s.ceiling)), modeJoining)
+	}
+	if s.ad.mode == modeJoining {
+		// The joiner found the key full (with a measure or not: at its
+		// first rates it may have had nothing accepted yet): the fleet it
+		// joined starts the equalizing ramp in this episode, and so does it.
+		return s.decrease(now, math.Max(1, equalizeBase*float64(s.ceiling)), modeEqualizing)
+	}
 	if !ok {
+		// Adapted, and nothing accepted for measureSpan (an outage): the
+		// rate is left as it is; the Retry-After gate holds the process back.
 		return 0
 	}
 	rate := perSecond * paceWindow.Seconds()
+	switch {
+	case s.ad.mode == modeEqualizing:
+		// The ramp filled the key: where it stood, on average, over the
+		// ingest's window that filled (half a window before the refused
+		// request arrived, halfway between leaving and its answer; less
+		// one request's spacing: requests follow the ramp one spacing
+		// late), or what the ingest accepted since the ramp started if
+		// more (per window, as the first decrease's measure: a loaded
+		// machine's late timers put that point near the ramp's start),
+		// less equalizeMargin. Then the plateau.
+		at := left.Add(now.Sub(left)/2 - paceWindow/2)
+		if n := len(s.ad.accepted); n > 0 {
+			at = at.Add(-time.Duration(float64(s.ad.accepted[n-1].samples) / s.ramp(at) * float64(paceWindow)))
+		}
+		start := s.ad.rampFrom
+		accepted := float64(s.acceptedSamples(start, left)) / max(1, left.Sub(start).Seconds()/paceWindow.Seconds())
+		s.ad.equalizedAt = now
+		return s.decrease(now, math.Max(1, math.Max(s.ramp(at), accepted)*(1-equalizeMargin)), modeSteady)
+	case now.Sub(s.ad.decreasedAt) < plateau && rate > current*remeasureBelow &&
+		(s.ad.equalizedAt.IsZero() || now.Sub(s.ad.equalizedAt) > plateau):
+		// Refused during the plateau, at a rate that fitted the fleet at
+		// the decrease: the fleet grew (a collector joined, or one that
+		// had measured little). Every collector refused in this episode
+		// starts the equalizing ramp. Once a plateau: after a ramp, a 429
+		// lowers the rate by decreaseMargin as below.
+		return s.decrease(now, math.Max(1, equalizeBase*float64(s.ceiling)), modeEqualizing)
+	}
 	reclaiming := s.ad.reclaimed > s.ad.rate0
 	s.ad.reclaimed, s.ad.reclaimedAt = 0, time.Time{}
 	if reclaiming {
@@ -237,9 +354,42 @@ func (s *keyState) throttled(left time.Time) float64 {
 	// takes jitterMargin off it).
 	rate = math.Min(current, rate) * (1 - decreaseMargin)
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
-	s.ad.rate0 = rate
-	s.ad.decreasedAt = now
+	return s.decrease(now, rate, modeSteady)
+}
+
+// decrease sets the rate to rate (samples per paceWindow) in mode at now and
+// returns it in samples per second. Caller holds s.mu.
+func (s *keyState) decrease(now time.Time, rate float64, mode int) float64 {
+	s.ad.rate0, s.ad.decreasedAt, s.ad.mode = rate, now, mode
+	s.ad.reclaimed, s.ad.reclaimedAt = 0, time.Time{}
+	// The gate this 429 closes may be closed already (the transport closes
+	// it as the answer comes) or next (closeGate moves rampFrom then).
+	s.ad.rampFrom = maxTime(now, s.notBefore)
 	return rate / paceWindow.Seconds()
+}
+
+// acceptedSince is how many accepted requests left in [from, to).
+// Caller holds s.mu.
+func (s *keyState) acceptedSince(from, to time.Time) int {
+	n := 0
+	for _, a := range s.ad.accepted {
+		if !a.left.Before(from) && a.left.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// acceptedSamples is the samples of the accepted requests that left in
+// [from, to). Caller holds s.mu.
+func (s *keyState) acceptedSamples(from, to time.Time) int {
+	n := 0
+	for _, a := range s.ad.accepted {
+		if !a.left.Before(from) && a.left.Before(to) {
+			n += a.samples
+		}
+	}
+	return n
 }
 
 // acceptedRate is the rate, in samples per second, at which the ingest

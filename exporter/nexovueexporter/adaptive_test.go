@@ -4,6 +4,7 @@
 package nexovueexporter
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,6 +20,18 @@ func acceptEvery(s *keyState, clock *virtualClock, n int, interval time.Duration
 		s.acceptedAt(t0.Add(time.Duration(i)*interval), 500)
 	}
 	clock.t = t0.Add(time.Duration(n) * interval)
+}
+
+// acceptInWindow records minMeasured requests of samples in all accepted
+// within a millisecond from at on: what one window accepted, a measure.
+func acceptInWindow(s *keyState, at time.Time, samples int) {
+	for i := range minMeasured {
+		n := samples / minMeasured
+		if i == 0 {
+			n += samples % minMeasured
+		}
+		s.acceptedAt(at.Add(time.Duration(i)*time.Millisecond/minMeasured), n)
+	}
 }
 
 // acceptSteadily records 8 s accepted at 2,500 samples/s (500 every 200 ms).
@@ -60,15 +73,31 @@ func TestAdaptiveRateDoesNotCountTheTimeTheGateWasClosed(t *testing.T) {
 	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
 }
 
-func TestAdaptiveOnceAdaptedA429LowersTheRateItself(t *testing.T) {
+// equalized is a state whose equalizing ramp ended (at about 5,400
+// samples/s) at the clock's time: the plateau after it.
+func equalized(t *testing.T) (*keyState, *virtualClock) {
 	s, clock := newPacedState(t, 20_000)
-	acceptSteadily(s, clock) // 2,500 samples/s
+	acceptSteadily(s, clock)
 	s.throttled(clock.t)
-	before := s.maxSamples()
+	acceptSteadily(s, clock)
+	s.throttled(clock.t) // the fleet grew: the ramp
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(2 * time.Second)
+	acceptEvery(s, clock, 20, 100*time.Millisecond)
+	require.Positive(t, s.throttled(clock.t))
+	require.False(t, s.ramping())
+	return s, clock
+}
 
-	// A noisy measure (2,000 samples/s: a slow ingest) does not lower it
-	// further than decreaseMargin.
-	acceptEvery(s, clock, 20, 250*time.Millisecond)
+func TestAdaptiveOnceAdaptedA429LowersTheRateItself(t *testing.T) {
+	// After the equalizing ramp (a 429 in the plateau after a first
+	// decrease starts one: TestAdaptiveA429DuringThePlateauEqualizes).
+	s, clock := equalized(t)
+
+	// A noisy measure (lower than the rate: a slow ingest) does not lower
+	// it further than decreaseMargin.
+	before := s.maxSamples()
+	acceptEvery(s, clock, 20, 150*time.Millisecond) // 3,333 samples/s
 	s.throttled(clock.t)
 	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
 
@@ -83,11 +112,9 @@ func TestAdaptiveOnceAdaptedA429LowersTheRateItself(t *testing.T) {
 func TestAdaptiveEveryEpisodeLowersTheRate(t *testing.T) {
 	// A measure above the current rate (what was accepted before an earlier
 	// decrease) still lowers the rate by decreaseMargin.
-	s, clock := newPacedState(t, 20_000)
-	acceptEvery(s, clock, 5, 100*time.Millisecond) // 2,500 in the first window
-	s.throttled(clock.t)
+	s, clock := equalized(t)
 	before := s.maxSamples()
-	acceptEvery(s, clock, 10, 200*time.Millisecond)
+	acceptEvery(s, clock, 30, 50*time.Millisecond) // 10,000 samples/s
 	s.throttled(clock.t)
 	assert.Equal(t, int(float64(before)*(1-decreaseMargin)), s.maxSamples())
 }
@@ -129,18 +156,109 @@ func TestAdaptiveRateHoldsThenClimbsBackToTheCeiling(t *testing.T) {
 	assert.False(t, s.adapted(), "back at the ceiling: bursts again")
 }
 
-func TestAdaptiveRateWithoutAMeasureIsUnchanged(t *testing.T) {
-	// Refused before anything was accepted (a collector that just started,
-	// or a gateway replica replacing one, found the key's window full): no
-	// measure of its share, so no new rate; the Retry-After gate holds it.
-	s, clock := newPacedState(t, 20_000)
-	assert.Zero(t, s.throttled(clock.t), "no measure: the rate is not changed")
-	assert.Equal(t, 20_000, s.maxSamples(), "still the ceiling")
-	assert.False(t, s.adapted())
+// TestAdaptiveWithoutAMeasureJoins: refused before anything was accepted
+// (a collector that just started, or a gateway replica replacing one, found
+// the key's window full), or after fewer than minMeasured requests, there is
+// no measure of its share: it joins at joinFraction of the ceiling and
+// doubles every joinDoubling that the gate is open, back at the ceiling
+// in 4.3 s.
+func TestAdaptiveWithoutAMeasureJoins(t *testing.T) {
+	for accepted := range minMeasured {
+		t.Run(fmt.Sprintf("%d_accepted", accepted), func(t *testing.T) { assertJoins(t, accepted) })
+	}
+}
 
-	// The first 429 after an accepted request sets the rate from it.
+func assertJoins(t *testing.T, accepted int) {
+	{
+		s, clock := newPacedState(t, 20_000)
+		acceptEvery(s, clock, accepted, 100*time.Millisecond)
+		assert.InDelta(t, joinFraction*20_000/paceWindow.Seconds(), s.throttled(clock.t), 1)
+		assert.Equal(t, 1000, s.maxSamples())
+		s.closeGate(clock.t.Add(time.Second))
+		clock.t = clock.t.Add(time.Second)
+		assert.Equal(t, 1000, s.maxSamples(), "no growth while the gate is closed")
+		clock.t = clock.t.Add(joinDoubling)
+		assert.Equal(t, 2000, s.maxSamples())
+		clock.t = clock.t.Add(2 * joinDoubling)
+		assert.Equal(t, 8000, s.maxSamples())
+		clock.t = clock.t.Add(joinDoubling + 400*time.Millisecond)
+		assert.Equal(t, 20_000, s.maxSamples())
+		assert.False(t, s.adapted(), "back at the ceiling: bursts again, and the next 429 is a first decrease")
+	}
+}
+
+// TestAdaptiveAJoinerRefusedAgainEqualizes: a joiner refused again (with a
+// measure now) starts the equalizing ramp, as the fleet it joined does in
+// the same episode, instead of taking what it got into the window.
+func TestAdaptiveAJoinerRefusedAgainEqualizes(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.throttled(clock.t)
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(time.Second + 2*joinDoubling) // at 4,000 samples/s
+	acceptEvery(s, clock, 8, 125*time.Millisecond)
+	assert.InDelta(t, equalizeBase*20_000/paceWindow.Seconds(), s.throttled(clock.t), 1)
+	assertEqualizingRamp(t, s, clock)
+}
+
+// TestAdaptiveAJoinerRefusedAgainWithoutAMeasureEqualizes: at its first
+// rates a joiner may have had nothing accepted when the fleet's next episode
+// comes; it starts the equalizing ramp with the others all the same (kept
+// joining, it started a ramp of its own at the others' ramp's end, alone,
+// and took several shares).
+func TestAdaptiveAJoinerRefusedAgainWithoutAMeasureEqualizes(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.throttled(clock.t)
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.InDelta(t, equalizeBase*20_000/paceWindow.Seconds(), s.throttled(clock.t), 1)
+	assertEqualizingRamp(t, s, clock)
+}
+
+// assertEqualizingRamp asserts that s, refused at the clock's time, is on
+// the equalizing ramp: equalizeBase of the ceiling until its gate reopens,
+// then equalizeSlope of the ceiling more every second.
+func assertEqualizingRamp(t *testing.T, s *keyState, clock *virtualClock) {
+	t.Helper()
+	assert.Equal(t, 1000, s.maxSamples())
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(time.Second)
+	assert.Equal(t, 1000, s.maxSamples(), "no growth while the gate is closed")
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.Equal(t, 3000, s.maxSamples(), "+equalizeSlope of the ceiling a second")
+	assert.True(t, s.adapted())
+}
+
+// TestAdaptiveA429DuringThePlateauEqualizes: refused during the plateau at a
+// rate that fitted the fleet at the decrease (the fleet grew: a joiner, or
+// a collector that had measured little), a collector starts the equalizing
+// ramp; once the ramp fills the key, its rate is where the ramp stood when
+// the ingest's window filled, less equalizeMargin, and holds for the
+// plateau; a 429 in that plateau lowers it by decreaseMargin only (one
+// ramp a plateau).
+func TestAdaptiveA429DuringThePlateauEqualizes(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock) // 2,500 samples/s
+	s.throttled(clock.t)
 	acceptSteadily(s, clock)
-	assert.InDelta(t, 2500*(1-decreaseMargin), s.throttled(clock.t), 1)
+	assert.InDelta(t, equalizeBase*20_000/paceWindow.Seconds(), s.throttled(clock.t), 1, "a 429 during the plateau")
+	assertEqualizingRamp(t, s, clock) // the gate reopened 2 s ago
+
+	// 1.5 s more (3.5 s since the gate reopened): requests of 500 accepted every 100 ms;
+	// the refused one left 100 ms ago.
+	acceptEvery(s, clock, 15, 100*time.Millisecond)
+	left := clock.t.Add(-100 * time.Millisecond)
+	at := left.Add(50*time.Millisecond - paceWindow/2)
+	at = at.Add(-time.Duration(500 / s.ramp(at) * float64(paceWindow)))
+	want := s.ramp(at) * (1 - equalizeMargin)
+	assert.InDelta(t, want/paceWindow.Seconds(), s.throttled(left), 1)
+	assert.InDelta(t, 20_000*(0.05+0.05*(3.5-0.05-0.525-0.134))*(1-equalizeMargin), want, 20,
+		"the ramp's rate half a window and one request's spacing before the refused request arrived (halfway to its answer)")
+	rate := s.maxSamples()
+	clock.t = clock.t.Add(plateau / 2)
+	assert.Equal(t, rate, s.maxSamples(), "the plateau after the ramp")
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	assert.Equal(t, int(float64(rate)*(1-decreaseMargin)), s.maxSamples(), "one ramp a plateau")
 }
 
 func TestAdaptiveRateWithAnOldMeasureIsUnchanged(t *testing.T) {
@@ -160,7 +278,7 @@ func TestAdaptiveRateWithAnOldMeasureIsUnchanged(t *testing.T) {
 // (each its share of the window after the one before), not as a burst.
 func TestAdaptedPacingSpacesRequests(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
-	s.acceptedAt(clock.t, 1000)
+	acceptInWindow(s, clock.t, 1000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
 	s.throttled(clock.t) // 970 samples/s
 	limit := s.maxSamples()
@@ -184,7 +302,7 @@ func TestAdaptedPacingSpacesRequests(t *testing.T) {
 // Retry-After, several may be in flight.
 func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 	s, clock := newPacedState(t, 20_000)
-	s.acceptedAt(clock.t, 10_000)
+	acceptInWindow(s, clock.t, 10_000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
 	s.throttled(clock.t)
 	first, wait := s.reserve(10)
@@ -208,7 +326,7 @@ func TestAdaptedPacingKeepsOneRequestInFlight(t *testing.T) {
 // Retry-After, with the start phase drawn as phase.
 func throttledAt1000(t *testing.T, phase float64) (*keyState, *virtualClock) {
 	s, clock := newPacedState(t, 20_000)
-	s.acceptedAt(clock.t, 1000)
+	acceptInWindow(s, clock.t, 1000)
 	clock.t = clock.t.Add(10 * time.Millisecond)
 	s.throttled(clock.t)
 	s.closeGate(clock.t) // the 429 came with a Retry-After (over already)
@@ -421,4 +539,70 @@ func TestAdaptiveA429WhileReclaimingHalvesTheReclaimedRate(t *testing.T) {
 	}
 	s.throttled(clock.t)
 	assert.InDelta(t, float64(reclaimed)/2*(1-decreaseMargin), float64(s.maxSamples()), 2)
+}
+
+// TestAdaptiveTheEqualizingRampEndsAtLeastAtWhatWasAccepted: a 429 whose
+// request left 700 ms into the ramp (a loaded machine's timers are late:
+// the ramp's estimate points before its start) sets the rate to what the
+// ingest accepted since the ramp started, per window, less equalizeMargin;
+// not to the ramp's first rate.
+func TestAdaptiveTheEqualizingRampEndsAtLeastAtWhatWasAccepted(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t) // the ramp
+	s.closeGate(clock.t.Add(time.Second))
+	clock.t = clock.t.Add(time.Second)
+	acceptEvery(s, clock, 7, 100*time.Millisecond) // 3,500 samples in 700 ms
+	left := clock.t
+	clock.t = left.Add(100 * time.Millisecond)
+	assert.InDelta(t, 3500*(1-equalizeMargin)/paceWindow.Seconds(), s.throttled(left), 1)
+}
+
+// TestAdaptiveTheRampCountsFromItsOwnGate: the exporter's transport closes
+// the Retry-After gate as a 429 comes, before the exporter reads it. The
+// ramp counts from the gate of the episode that started it, not from the
+// gate the ramp's last 429 closed: that 429 ends the ramp where it stood,
+// as when the gate closes after (TestAdaptiveA429DuringThePlateauEqualizes).
+func TestAdaptiveTheRampCountsFromItsOwnGate(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	acceptSteadily(s, clock)
+	s.throttled(clock.t)
+	acceptSteadily(s, clock)
+	s.closeGate(clock.t.Add(time.Second)) // the transport, first
+	s.throttled(clock.t)                  // the ramp
+	clock.t = clock.t.Add(time.Second)
+	assert.Equal(t, 1000, s.maxSamples(), "no growth while the gate is closed")
+	clock.t = clock.t.Add(2 * time.Second)
+	assert.Equal(t, 3000, s.maxSamples())
+	acceptEvery(s, clock, 15, 100*time.Millisecond)
+	left := clock.t.Add(-100 * time.Millisecond)
+	s.closeGate(clock.t.Add(time.Second)) // the ramp's end: the transport first
+	at := left.Add(50*time.Millisecond - paceWindow/2)
+	at = at.Add(-time.Duration(500 / s.ramp(at) * float64(paceWindow)))
+	assert.InDelta(t, s.ramp(at)*(1-equalizeMargin)/paceWindow.Seconds(), s.throttled(left), 1)
+	assert.Greater(t, s.maxSamples(), 3000, "ended where the ramp stood, not at its first rate")
+}
+
+// TestAdaptedPacingRespacesAWaitingRequestWhileRamping: while the rate
+// grows (joining or equalizing), a request waiting for its slot is spaced
+// again at the current rate; a slot kept from a lower rate held a
+// collector's queue at the rate its requests were booked at, seconds
+// behind its ramp.
+func TestAdaptedPacingRespacesAWaitingRequestWhileRamping(t *testing.T) {
+	s, clock := newPacedState(t, 20_000)
+	s.throttled(clock.t) // joins at 1,000 samples a window
+	first, wait := s.reserve(500)
+	require.Zero(t, wait)
+	s.depart(first)
+	s.answered(first)
+	second, wait := s.reserve(500)
+	assert.InDelta(t, float64(paceWindow)/2, float64(wait), float64(time.Millisecond), "half a window at 1,000")
+	clock.t = clock.t.Add(200 * time.Millisecond)
+	_, wait = s.rebook(second, 500)
+	// At 200 ms the rate is 1,000 * 2^0.2: the second leaves its share at
+	// that rate after the first, earlier than booked.
+	share := time.Duration(float64(paceWindow) * 500 / float64(s.maxSamples()))
+	assert.InDelta(t, float64(share-200*time.Millisecond), float64(wait), float64(time.Millisecond))
 }

@@ -67,6 +67,8 @@ type simResult struct {
 	// accepted one's, and the requests and 429s that arrived in it.
 	firstAt, lastOKAt time.Time
 	limit             int
+	// throttledBy counts each collector's 429s (by client).
+	throttledBy []int
 }
 
 // busy is the busy period's accepted rate as % of the limit, and its 429s
@@ -180,6 +182,7 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 	for k := range offered {
 		ings[k] = &simIngest{limit: cfg.limit, retryAfter: cfg.retryAfter, periods: map[int][2]time.Time{}}
 		res[k].perWindow = make([]int, int(cfg.load/(5*time.Second)))
+		res[k].throttledBy = make([]int, cfg.collectors)
 	}
 	cols := make([]*simCollector, 0, cfg.collectors*len(offered))
 	for i := range cfg.collectors {
@@ -236,6 +239,7 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 					}
 					if !w.ok {
 						res.throttled++
+						res.throttledBy[c.client]++
 					}
 					inLast := !now.Before(lastFrom) && now.Before(loadEnd)
 					if inLast {
@@ -264,11 +268,15 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 						c.s.acceptedAt(w.left, cfg.request)
 						w.busy = false
 					} else {
+						// The transport closes the gate as the answer
+						// comes, before the exporter reads it.
+						if w.retry > 0 {
+							c.s.closeGate(now.Add(w.retry))
+						}
 						c.s.cancel(w.id)
 						c.s.throttled(w.left)
 						w.nextTry = now.Add(cfg.backoff)
 						if w.retry > 0 {
-							c.s.closeGate(now.Add(w.retry))
 							w.nextTry = now.Add(w.retry)
 						} else {
 							c.s.throttledWithoutRetryAfter()
@@ -425,8 +433,15 @@ func burstScenario(seed uint64, jitter time.Duration) simConfig {
 // period at 90% of the key's limit or more, with no more 429s than the
 // first episode's one per collector.
 func burstTarget(res simResult, collectors int) bool {
+	return burstBound(res, collectors, 90, 1)
+}
+
+// burstBound reports whether a burst drained at minBusy % of the key's limit
+// or more over its busy period, with at most perCollector 429s for any
+// collector and collectors*perCollector in all.
+func burstBound(res simResult, collectors int, minBusy float64, perCollector int) bool {
 	busy, _ := res.busy()
-	return busy >= 90 && res.throttled <= collectors
+	return busy >= minBusy && res.throttled <= collectors*perCollector && slices.Max(res.throttledBy) <= perCollector
 }
 
 // burstFigures logs a burst's busy-period figures and whether issue 29's
@@ -454,61 +469,63 @@ type burstCase struct {
 	latency  time.Duration
 	lockstep bool
 	spread   time.Duration
-	draws    int
-	// target: every draw meets issue 29's target (busy period at 90% of
-	// the limit or more, at most one 429 per collector), asserted; else
-	// the figures are logged.
-	target bool
+	// Every draw drains at minBusy % of the key's limit or more over its
+	// busy period, with at most perCollector 429s for any collector:
+	// issue 47's target (90, 1), or the bound this pacing reaches where it
+	// falls short of it (see the README's "Bursts").
+	minBusy      float64
+	perCollector int
 }
 
 var burstCases = []burstCase{
-	{name: "in_step", latency: 40 * time.Millisecond, lockstep: true, draws: burstDraws, target: true},
-	{name: "in_step", latency: 100 * time.Millisecond, lockstep: true, draws: burstDraws, target: true},
-	{name: "random_first_offers", latency: 40 * time.Millisecond, draws: burstDraws, target: true},
-	{name: "random_first_offers", latency: 100 * time.Millisecond, draws: burstDraws},
-	{name: "random_start_within_2s", latency: 40 * time.Millisecond, spread: 2 * time.Second, draws: 20},
+	{name: "in_step", latency: 40 * time.Millisecond, lockstep: true, minBusy: 90, perCollector: 1},
+	{name: "in_step", latency: 100 * time.Millisecond, lockstep: true, minBusy: 90, perCollector: 1},
+	{name: "random_first_offers", latency: 40 * time.Millisecond, minBusy: 90, perCollector: 1},
+	{name: "random_first_offers", latency: 100 * time.Millisecond, minBusy: 75, perCollector: 2},
+	{name: "random_start_within_2s", latency: 40 * time.Millisecond, spread: 2 * time.Second, minBusy: 70, perCollector: 5},
+	{name: "random_start_within_2s", latency: 100 * time.Millisecond, spread: 2 * time.Second, minBusy: 70, perCollector: 5},
 }
 
 // TestFleetSimDrainsABurst: the fleet of the e2e burst test on a virtual
-// clock (issues 29 and 47), burstCases' draws each. Every draw loses
-// nothing and sends nothing inside its own Retry-After; where a case's
-// target is set, every draw drains at 90% of the key's limit or more with
-// one 429 per collector at most (the minimum over the draws, not the
-// mean). The other cases' figures are logged (see the README's "Bursts"
-// for why they fall short).
+// clock (issues 29 and 47), burstDraws draws of each of burstCases. Every
+// draw loses nothing, sends nothing inside its own Retry-After, and drains
+// at its case's minBusy % of the key's limit or more with at most its
+// perCollector 429s for any collector (the minimum over the draws, not the
+// mean): issue 47's target (90%, one) in step and with random first offers
+// at 40 ms, the bound reached otherwise (see the README's "Bursts" for why
+// they fall short).
 func TestFleetSimDrainsABurst(t *testing.T) {
 	t.Parallel() // waits on the clock (or simulates one): beside the others
 	for _, bc := range burstCases {
 		t.Run(fmt.Sprintf("%s/latency_up_to_%s", bc.name, bc.latency), func(t *testing.T) {
 			t.Parallel()
-			shares := make([]float64, bc.draws)
-			throttled := make([]int, bc.draws)
-			for seed := range bc.draws {
+			shares := make([]float64, burstDraws)
+			throttled := make([]int, burstDraws)
+			perCollector := make([]int, burstDraws)
+			met := 0
+			for seed := range burstDraws {
 				cfg := burstScenario(uint64(seed), bc.latency)
 				cfg.lockstep, cfg.startSpread = bc.lockstep, bc.spread
 				res := runFleetSim(t, cfg)
 				shares[seed], _ = res.busy()
-				throttled[seed] = res.throttled
+				throttled[seed], perCollector[seed] = res.throttled, slices.Max(res.throttledBy)
 				if !assert.Equal(t, res.offered, res.accepted, "seed %d: every sample accepted once", seed) ||
 					!assert.Positive(t, res.throttled, "seed %d: the burst must have been throttled (else this proves nothing)", seed) ||
 					!assert.Zero(t, res.clientEarly, "seed %d: requests inside their own collector's Retry-After period", seed) {
 					t.Logf("seed %d: %v", seed, res)
 				}
-				if bc.target && !burstTarget(res, cfg.collectors) {
-					t.Errorf("seed %d: busy period at %.1f%% of the limit with %d 429s: issue 47 asks 90%% or more and one 429 per collector at most in every draw: %v",
-						seed, shares[seed], res.throttled, res)
+				if !burstBound(res, cfg.collectors, bc.minBusy, bc.perCollector) {
+					t.Errorf("seed %d: busy period at %.1f%% of the limit with %d 429s (%d for one collector): this case asks %.0f%% or more and %d 429s a collector at most in every draw: %v",
+						seed, shares[seed], res.throttled, perCollector[seed], bc.minBusy, bc.perCollector, res)
 				}
-			}
-			met := 0
-			for i := range shares {
-				if shares[i] >= 90 && throttled[i] <= fleetScenario(0, 0).collectors {
+				if burstTarget(res, cfg.collectors) {
 					met++
 				}
 			}
 			sorted := slices.Clone(shares)
 			slices.Sort(sorted)
-			t.Logf("%s, latencies up to %s, %d draws: busy period %% of the limit: min %.1f, 10th percentile %.1f, median %.1f; most 429s in a draw %d; target met in %d",
-				bc.name, bc.latency, bc.draws, sorted[0], sorted[len(sorted)/10], sorted[len(sorted)/2], slices.Max(throttled), met)
+			t.Logf("%s, latencies up to %s, %d draws: busy period %% of the limit: min %.1f, 10th percentile %.1f, median %.1f; most 429s in a draw %d, for one collector %d; issue 47's target met in %d",
+				bc.name, bc.latency, burstDraws, sorted[0], sorted[len(sorted)/10], sorted[len(sorted)/2], slices.Max(throttled), slices.Max(perCollector), met)
 		})
 	}
 }

@@ -99,7 +99,13 @@ func (s *keyState) closeGate(until time.Time) {
 		s.notBefore = until
 	}
 	if s.ceiling > 0 {
-		s.ad.gateClosed(s.now(), until)
+		now := s.now()
+		s.ad.gateClosed(now, until)
+		if s.ramping() && now.Sub(s.ad.decreasedAt) < sameEpisode {
+			// The episode that started joining or equalizing: the
+			// growth counts from when this gate reopens.
+			s.ad.rampFrom = maxTime(s.ad.rampFrom, until)
+		}
 	}
 }
 

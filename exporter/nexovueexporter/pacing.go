@@ -32,6 +32,9 @@ type booking struct {
 	// adapted; waited: it has waited for a request in flight (see rebook).
 	slot   time.Time
 	waited bool
+	// drawn: slot was drawn at random (see rebook), not spaced from the
+	// booking before it.
+	drawn bool
 }
 
 // spread is a random part of the share of the window a request of n
@@ -91,6 +94,7 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 
 	at := now
 	var slot time.Time // the grid's next slot, while spaced
+	drawn := false
 	var usual time.Duration
 	if spaced {
 		usual = s.rtt.usual()
@@ -156,19 +160,25 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	}
 	if spaced {
 		switch {
-		case own != nil && own.slot.After(slot):
-			slot = own.slot // drawn below, on an earlier booking
+		case own != nil && own.slot.After(slot) && (own.drawn || !s.ramping()):
+			// Drawn below, on an earlier booking; or spaced at the rate
+			// then, which holds unless it grows (joining, equalizing: then
+			// the slot is spaced again at the current rate).
+			slot = own.slot
+			drawn = own.drawn
 		case counted == 0:
 			// Nothing to space from (the first request after a 429, or
 			// after the Retry-After gate reopens): start at a random point
 			// of this request's share of the window, so that collectors
 			// refused together do not send in step.
 			slot = now.Add(s.spread(n, limit))
+			drawn = true
 		case !busy && slot.Before(now) && own != nil && own.waited:
 			// It waited for the answer to the request in flight past its
 			// time: when a slow ingest delayed the answers of many
 			// collectors together, they must not all send at that moment.
 			slot = now.Add(s.spread(n, limit) / 2)
+			drawn = true
 		}
 		at = maxTime(at, slot)
 	}
@@ -179,14 +189,14 @@ func (s *keyState) rebook(id uint64, n int) (uint64, time.Duration) {
 	if id != 0 {
 		for i := range s.sent {
 			if s.sent[i].id == id {
-				s.sent[i].at, s.sent[i].slot = at, slot
+				s.sent[i].at, s.sent[i].slot, s.sent[i].drawn = at, slot, drawn
 				s.sent[i].waited = s.sent[i].waited || busy
 				return id, wait
 			}
 		}
 	}
 	s.nextID++
-	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n, slot: slot, waited: busy})
+	s.sent = append(s.sent, booking{id: s.nextID, at: at, samples: n, slot: slot, waited: busy, drawn: drawn})
 	return s.nextID, wait
 }
 
