@@ -65,15 +65,24 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 	const commented = "    # off_cpu_threshold: 0.01\n"
 	require.Equal(t, 1, strings.Count(shipped, commented), "agent-to-gateway.yaml shows the commented off_cpu_threshold line once")
 	agentConfig := writeFile(t, dir, "agent.yaml", strings.Replace(shipped, commented, "    off_cpu_threshold: 0.01\n", 1))
-	overlay := writeFile(t, dir, "overlay.yaml", "receivers:\n  profiling:\n    reporter_interval: 2s\n")
+	// A batch every 250 ms, and a burner on one CPU for the whole test so
+	// that each holds samples: the queue's items each take at least one 4
+	// KiB block, so with the ingest down 80% of the 1 MiB bound is about
+	// 205 items, about 52 s. With a batch every 2 s and only the quiet
+	// host's own samples (a clean-clone make test on 2026-12-06), it was
+	// not 80% full after 3 minutes; on a busy host, where batches are
+	// larger, it filled in 30 to 45 s.
+	overlay := writeFile(t, dir, "overlay.yaml", "receivers:\n  profiling:\n    reporter_interval: 250ms\n")
+	burner := testenv.BuildGo(t, filepath.Join(testenv.RepoRoot(t), "tests", "smoke", "testdata", "smokeburner"), "nxv-alerts-burn")
+	testenv.Start(t, nil, burner, "1200")
 	agentMetrics := testenv.FreeAddr(t)
 	agent := startEBPFCollector(t, agentConfig, testenv.CollectorOptions{
 		Env: []string{
 			"NEXOVUE_KEY=",
 			"NEXOVUE_GATEWAY_ENDPOINT=" + gwGRPC,
 			"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
-			// A queue of 1 MiB on disk, which the agent's profiles fill
-			// in a minute or two once nothing leaves.
+			// A queue of 1 MiB on disk, which the agent's batches fill
+			// in about a minute once nothing leaves (see the overlay).
 			"NEXOVUE_QUEUE_MAX_MIB=1",
 			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_METRICS_HOST=127.0.0.1",
