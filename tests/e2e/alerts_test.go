@@ -138,6 +138,17 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 		return len(s) == 2, err
 	})
 	healthyFrom := time.Now()
+	// An evaluation of the rules after that first: the query above and the
+	// rules' evaluation are not at the same instant, and on a loaded machine
+	// (the eBPF agent's start took most of the uptime guard) an evaluation
+	// just before had the agent's and the gateway's first sends outside
+	// their window, so NexovueCollectorNotSending was pending from it; the
+	// next evaluation drops it, and from then on no alert may appear.
+	testenv.WaitFor(t, time.Minute, "a rule evaluation after both collectors sent over a window", func() (bool, error) {
+		last, err := prom.lastEvaluation()
+		return last.After(healthyFrom.Add(promInterval)), err
+	})
+	healthyFrom = time.Now()
 	quiet := mustDuration(t, rulesWindow) + mustDuration(t, rulesFor) + 2*promInterval
 	testenv.WaitFor(t, 2*time.Minute, fmt.Sprintf("Prometheus to evaluate the rules for %s of healthy sending", quiet), func() (bool, error) {
 		if err := alive(); err != nil {
