@@ -153,12 +153,11 @@ func (p *symbolizeProcessor) processProfiles(ctx context.Context, pd pprofile.Pr
 	for src, n := range named {
 		p.telemetry.ProcessorSymbolizeFramesNamed.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("source", src))))
 	}
-	if unnamed > 0 {
-		p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
-	}
-	if goKept > 0 {
-		p.telemetry.ProcessorSymbolizeGoFramesKept.Add(ctx, goKept)
-	}
+	// Added even when 0: the series then exist from the first batch, so a
+	// hit rate (named / (named + unsymbolized)) has a value on a host where
+	// every frame was named, instead of none.
+	p.telemetry.ProcessorSymbolizeFramesUnsymbolized.Add(ctx, unnamed)
+	p.telemetry.ProcessorSymbolizeGoFramesKept.Add(ctx, goKept)
 	return pd, nil
 }
 
