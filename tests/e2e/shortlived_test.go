@@ -237,7 +237,7 @@ func pct(n int64, of float64) float64 { return 100 * float64(n) / of }
 // in turn). Each's expected samples are its CPU time (wait4's rusage) ×
 // the agents' samples a second (shortLivedRate).
 func TestShortLivedProcesses(t *testing.T) {
-	t.Parallel() // see main_test.go
+	// Not parallel (E2E_SERIAL): its busy thread needs a CPU of its own.
 	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{testKey}})
 	sent := int64(-1)
 	figures(t, "shortlived", srv, &sent)
