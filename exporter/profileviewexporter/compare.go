@@ -325,11 +325,7 @@ func previousWindow(sel selection, now time.Time, window, width time.Duration) (
 
 // comparePath is the compare page of a comparison's query.
 func comparePath(service, ptype string, q url.Values) string {
-	out := url.Values{"service": {service}, "type": {ptype}}
-	for k, vs := range q {
-		out[k] = vs
-	}
-	return "/compare?" + out.Encode()
+	return pagePath("/compare", service, ptype, q)
 }
 
 var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncMap{

@@ -113,11 +113,16 @@ func uiPath(service, ptype string, filters url.Values) string {
 }
 
 func downloadPath(service, ptype string, filters url.Values) string {
-	q := url.Values{"service": {service}, "type": {ptype}}
-	for k, vs := range filters {
-		q[k] = vs
+	return pagePath("/download", service, ptype, filters)
+}
+
+// pagePath is page with the service, the type and q as its query.
+func pagePath(page, service, ptype string, q url.Values) string {
+	out := url.Values{"service": {service}, "type": {ptype}}
+	for k, vs := range q {
+		out[k] = vs
 	}
-	return "/download?" + q.Encode()
+	return page + "?" + out.Encode()
 }
 
 var indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{
