@@ -68,7 +68,7 @@ func logRecent(t *testing.T, recent []ingest.RequestInfo) {
 		fmt.Fprintf(&b, "  %s status=%d samples=%d frames=%d early=%v %s\n",
 			r.Time.Format("15:04:05.000"), r.Status, r.Samples, r.Frames, r.EarlyRetry, r.Reason)
 	}
-	t.Logf("requests at the double, oldest first:\n%s", b.String())
+	testenv.LogToArtifact(t, "requests at the double, oldest first", "ingest-requests.log", b.String())
 }
 
 // otlpPipeline is the collector of the delivery tests: the OTLP receiver on

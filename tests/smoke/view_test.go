@@ -114,11 +114,7 @@ func flameGraphHas(t *testing.T, ctx context.Context, index, service, ptype, fn,
 }
 
 // artifacts is where the browser tests keep their screenshots and downloads.
-func artifacts(t *testing.T) string {
-	dir := filepath.Join(testenv.RepoRoot(t), "_build", "test", "artifacts", t.Name())
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	return dir
-}
+func artifacts(t *testing.T) string { return testenv.Artifacts(t) }
 
 // pprofTop downloads the selection and returns `go tool pprof -top`'s first
 // function row.

@@ -115,7 +115,7 @@ func Start(t testing.TB, env []string, name string, args ...string) *Process {
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
 		if t.Failed() {
-			t.Logf("output of %s:\n%s", filepath.Base(name), tail(p.Output(), 200))
+			LogToArtifact(t, "output of "+filepath.Base(name), filepath.Base(name)+".log", p.Output())
 		}
 	})
 	return p
@@ -259,6 +259,48 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, erro
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// Artifacts returns the directory where a test keeps what it leaves for
+// people to read (screenshots, downloads, the output of a failed test's
+// programs): _build/test/artifacts/<test name>, emptied of an earlier
+// run's files when the test first asks for it.
+func Artifacts(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(t), "_build", "test", "artifacts", t.Name())
+	if _, seen := artifactDirs.LoadOrStore(dir, true); !seen {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatalf("artifacts: %v", err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("artifacts: %v", err)
+	}
+	return dir
+}
+
+var artifactDirs sync.Map // the directories Artifacts emptied in this run
+
+// LogToArtifact writes text, what a failed test leaves to read, to the
+// file name in the test's Artifacts, and logs its path with its last three
+// lines. A failed test's log then ends close to its failure message (CI
+// shows the lines before a test's --- FAIL), not after pages of output.
+func LogToArtifact(t testing.TB, what, name, text string) {
+	t.Helper()
+	dir := Artifacts(t)
+	path := filepath.Join(dir, name)
+	for i := 2; ; i++ { // several programs of one name
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			break
+		}
+		ext := filepath.Ext(name)
+		path = filepath.Join(dir, fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), i, ext))
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Logf("%s (not written to %s: %v):\n%s", what, path, err, tail(text, 200))
+		return
+	}
+	t.Logf("%s: %d lines in %s, the last:\n%s", what, strings.Count(text, "\n"), path, tail(strings.TrimRight(text, "\n"), 3))
 }
 
 func tail(s string, lines int) string {
