@@ -97,6 +97,66 @@ func sinkGoLocations(path, name string) (map[string]*goLoc, error) {
 	return out, err
 }
 
+// goSink is what the sink holds of a Go program whose source file is
+// main.go: its locations from the first request in which the symbolize
+// processor named its frames on; the requests before that one which hold
+// its frames as the profiler named them, which went out before the agent
+// had read the program's file (the load_wait, and the loader's queue of
+// 256 files, of the symbolize processor's README: an agent that starts on
+// a busy host meets hundreds of files at once); and the requests after it
+// which still hold such frames, which must be none.
+type goSink struct {
+	locs        map[string]*goLoc
+	early       int
+	lateUnnamed []string
+}
+
+// sinkGoProgram reads the sink's requests so far for the program name. A
+// frame of main.go is as the profiler named it when it has no start line
+// (the symbolize processor gives every Go function its start line).
+func sinkGoProgram(path, name string) (goSink, error) {
+	g := goSink{locs: map[string]*goLoc{}}
+	named := false
+	err := testenv.ReadProfileLines(path, func(pd pprofile.Profiles) {
+		req := map[string]*goLoc{}
+		goLocations(pd, name, req)
+		var ours, profilers []string
+		for k, l := range req {
+			for _, ln := range l.lines {
+				if ln.File != "main.go" {
+					continue
+				}
+				if ln.StartLine == 0 {
+					profilers = append(profilers, k)
+				} else {
+					ours = append(ours, k)
+				}
+				break
+			}
+		}
+		switch {
+		case !named && len(ours) == 0:
+			if len(profilers) > 0 {
+				g.early++
+			}
+			return
+		case named && len(profilers) > 0:
+			g.lateUnnamed = append(g.lateUnnamed, profilers...)
+		}
+		named = true
+		for k, l := range req {
+			e := g.locs[k]
+			if e == nil {
+				e = &goLoc{addr: l.addr, lines: l.lines}
+				g.locs[k] = e
+			}
+			e.leaf += l.leaf
+			e.samples += l.samples
+		}
+	})
+	return g, err
+}
+
 // goSource is what the test knows of a program's source: each function's
 // func line and the lines of its body.
 type goSource map[string][2]int64 // main.<name> → {func line, closing brace line}
@@ -216,7 +276,9 @@ func checkGoProgram(t *testing.T, name string, locs map[string]*goLoc, src goSou
 }
 
 // TestGoFramesEBPF runs the shipped agent (real eBPF profiler) with the
-// profile view while four Go programs burn CPU: testdata/goframes/inl
+// profile view while four Go programs, started before it, burn CPU (their
+// frames are checked from the first request that has them named on: see
+// goSink): testdata/goframes/inl
 // (main.hot inlined into main.burn, checked with -gcflags=-m) built plain,
 // stripped (-ldflags=-s -w), and stripped in a podman container (its
 // file only in the container's root), and testdata/goframes/pgo
@@ -286,6 +348,7 @@ service:
 
 	const enough = 150 // samples of each program
 	var locs map[string]map[string]*goLoc
+	early := map[string]int{}
 	var why string
 	testenv.LastSeen(t, &why)
 	// Up to 5 minutes: in a clean-clone make test (2026-12-06) e2e-rest,
@@ -296,10 +359,15 @@ service:
 		var counts []string
 		ok := true
 		for _, name := range []string{"nxv-goinl", "nxv-goinl-s", "nxv-goinl-pod", "nxv-gopgo"} {
-			l, err := sinkGoLocations(sinkPath, name)
+			g, err := sinkGoProgram(sinkPath, name)
 			if err != nil {
 				return false, err
 			}
+			if len(g.lateUnnamed) > 0 {
+				return false, fmt.Errorf("%s: after a request with its frames named, one with frames as the profiler named them: %v", name, g.lateUnnamed)
+			}
+			early[name] = g.early
+			l := g.locs
 			locs[name] = l
 			var n, heavy int64
 			for _, loc := range l {
@@ -315,6 +383,14 @@ service:
 		return ok, nil
 	})
 
+	// The programs ran before the agent started: a first request may have
+	// gone out before the agent had read their files (goSink).
+	t.Logf("figure: requests with a program's frames as the profiler named them, before the first with them named: %v", early)
+	for name, n := range early {
+		// 30 s of them (reporter_interval 2s) would be more than this
+		// test's load_wait: a file not read though a batch waited.
+		require.LessOrEqual(t, n, 15, "%s: %d requests with its frames as the profiler named them before the first named", name, n)
+	}
 	src := parseGoSource(t, inlSrc)
 	call := callLine(t, inlSrc, "main.burn", "main.hot")
 	for _, name := range []string{"nxv-goinl", "nxv-goinl-s", "nxv-goinl-pod"} {
