@@ -45,7 +45,8 @@ type Options struct {
 	Hosts []string
 	// Client makes a client certificate (else a server certificate).
 	Client bool
-	// NotBefore and NotAfter default to an hour ago and a day from now.
+	// NotBefore and NotAfter default to an hour ago and 90 days from now
+	// (beyond the 7 days of the alert NexovueCertificateExpiringSoon).
 	NotBefore, NotAfter time.Time
 }
 
@@ -57,7 +58,7 @@ func NewCA(t testing.TB, name string) *CA {
 		SerialNumber:          serial(t),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -80,7 +81,7 @@ func (ca *CA) Issue(t testing.TB, o Options) Leaf {
 		o.NotBefore = time.Now().Add(-time.Hour)
 	}
 	if o.NotAfter.IsZero() {
-		o.NotAfter = time.Now().Add(24 * time.Hour)
+		o.NotAfter = time.Now().Add(90 * 24 * time.Hour)
 	}
 	key := newKey(t)
 	tmpl := &x509.Certificate{
