@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -311,4 +312,27 @@ func TestRoleNotConfigured(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(p.serverDir, "tls.key")))
 	_, err = g.ext.GetGRPCServerOptions(context.Background())
 	require.ErrorContains(t, err, "tls.key", "a missing file is named")
+}
+
+func TestClassifyOtherFailures(t *testing.T) {
+	p := newPKI(t)
+	f := newFixture(t, &Config{Server: p.serverConfig()})
+	creds, err := f.ext.serverCredentials(context.Background())
+	require.NoError(t, err)
+	notYet := p.ca.Issue(t, testcert.Options{CommonName: "future agent", Client: true,
+		NotBefore: time.Now().Add(time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
+	serverOnly := p.ca.Issue(t, testcert.Options{CommonName: "a server certificate", Hosts: []string{"agent"}})
+	for _, c := range []struct {
+		name   string
+		leaf   *testcert.Leaf
+		reason string
+	}{
+		{"not yet valid", &notYet, reasonBadCertificate},
+		{"not for client use", &serverOnly, reasonBadCertificate},
+	} {
+		err := serverHandshake(t, creds, clientTLS(t, p.ca.Cert, c.leaf))
+		require.Error(t, err, c.name)
+		assert.Equal(t, c.reason, classify(err), "%s: %v", c.name, err)
+	}
+	assert.Equal(t, reasonOther, classify(io.EOF), "a connection closed mid-handshake")
 }

@@ -50,7 +50,9 @@ func classify(err error) string {
 	}
 	var invalid x509.CertificateInvalidError
 	if errors.As(err, &invalid) {
-		if invalid.Reason == x509.Expired {
+		// x509.Expired is also "not yet valid" (a clock behind, a
+		// certificate issued for later): that one is bad_certificate.
+		if invalid.Reason == x509.Expired && (invalid.Cert == nil || time.Now().After(invalid.Cert.NotAfter)) {
 			return reasonExpired
 		}
 		return reasonBadCertificate
