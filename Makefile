@@ -260,7 +260,7 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 #               e2e-rest beside the Kubernetes phase, at load 15, the
 #               thread had a third of a CPU and missed its wider
 #               tolerance), the CPU time mutual TLS costs the gateway and
-#               the agent (TestGatewayMutualTLSCost, about 6 s)
+#               the agent (TestGatewayMutualTLSCost, 6 to 12 s)
 #               (E2E_SERIAL), one after the other;
 #   e2e-alone   the fleet pacing tests (E2E_ALONE), one after the other:
 #               eight collectors must reach 90% of the key's limit (in a
