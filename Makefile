@@ -259,7 +259,9 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 #               (a busy thread's samples within 2% of its CPU time: in
 #               e2e-rest beside the Kubernetes phase, at load 15, the
 #               thread had a third of a CPU and missed its wider
-#               tolerance) (E2E_SERIAL), one after the other;
+#               tolerance), the CPU time mutual TLS costs the gateway and
+#               the agent (TestGatewayMutualTLSCost, 6 to 12 s)
+#               (E2E_SERIAL), one after the other;
 #   e2e-alone   the fleet pacing tests (E2E_ALONE), one after the other:
 #               eight collectors must reach 90% of the key's limit (in a
 #               burst, of each key's over its busy period; the bursts
@@ -287,7 +289,7 @@ WAIT_BACKGROUND = { $(call timed,wait for $(1),wait $(2)); } || { cat $(TEST_LOG
 # them; the cause was the test's launch of the pod's process (it entered its
 # cgroup after the profiler had met it, see docs/development.md), not
 # the load.
-E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing|TestAlertsFireWithPrometheus|TestShortLivedExecStorm|TestShortLivedProcesses
+E2E_SERIAL ?= TestThrottlePacedBelowLimit|TestThrottlePacedSlowIngest|TestThrottle429PathLosesNothing|TestPacingOneAgentDefaults|TestPacingShutdownInMemoryQueueSendsHeldBackRequests|TestPacingShutdownPersistentQueueKeepsHeldBackRequests|TestGatewayTierScales|TestGatewayDrainsOnSIGTERM|TestProfileMetricsWithEBPF|TestRoutingKeysKeptApart|TestBenchHarnessLeavesNothing|TestAlertsFireWithPrometheus|TestShortLivedExecStorm|TestShortLivedProcesses|TestGatewayMutualTLSCost
 E2E_ALONE ?= TestPacingFleetSharesOneKey|TestPacingFleetSharesOneKeyWithoutRetryAfter|TestPacingFleetBurst|TestPacingFleetBurstSeveralKeys|TestPacingFleetBurstRandomStarts|TestPacingFleetBurstSeveralKeysRandomStarts
 E2E_FLAGS ?= -test.count=1 -test.timeout=25m -test.v
 E2E_TEST := $(TEST_LOG_DIR)/e2e.test

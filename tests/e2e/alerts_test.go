@@ -48,16 +48,16 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 	dir := t.TempDir()
 
 	gwMetrics, gwGRPC := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	gwTLS, agentTLS := testenv.GatewayTLS(t) // mutual TLS, as shipped
 	gateway := testenv.StartCollector(t, filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "gateway.yaml"),
-		testenv.CollectorOptions{Env: []string{
+		testenv.CollectorOptions{Env: append([]string{
 			"NEXOVUE_KEY=" + testKey,
 			"NEXOVUE_ENDPOINT=" + srv.URL(),
 			"NEXOVUE_OTLP_GRPC_ENDPOINT=" + gwGRPC,
-			"NEXOVUE_OTLP_HTTP_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_METRICS_HOST=127.0.0.1",
 			"NEXOVUE_METRICS_PORT=" + portOf(gwMetrics),
-		}})
+		}, gwTLS...)})
 
 	// The shipped agent-to-gateway.yaml with its commented off_cpu_threshold
 	// line turned on, as its comment says.
@@ -77,7 +77,7 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 	testenv.Start(t, nil, burner, "1200")
 	agentMetrics := testenv.FreeAddr(t)
 	agent := startEBPFCollector(t, agentConfig, testenv.CollectorOptions{
-		Env: []string{
+		Env: append([]string{
 			"NEXOVUE_KEY=",
 			"NEXOVUE_GATEWAY_ENDPOINT=" + gwGRPC,
 			"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
@@ -87,7 +87,7 @@ func TestAlertsFireWithPrometheus(t *testing.T) {
 			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
 			"NEXOVUE_METRICS_HOST=127.0.0.1",
 			"NEXOVUE_METRICS_PORT=" + portOf(agentMetrics),
-		},
+		}, agentTLS...),
 		Args: []string{"--config", overlay, testenv.FeatureGate},
 	})
 	agentUp := time.Now()

@@ -38,6 +38,8 @@ import (
 // reads the file again when it changed (at most every 5 s). The test
 // rewrites the file in place (same inode, which the bind mount shows) to
 // add a replica or take one away, as the Service's endpoints change.
+// Agents and gateways speak mutual TLS as shipped: one CA of the test signs
+// the gateways' certificate (for the name) and the agents' (tierPKI).
 
 const (
 	tierKey  = "nxk-e2e-gateway-tier-key"
@@ -74,6 +76,9 @@ type gatewayTier struct {
 	mu     sync.Mutex
 	named  map[string]bool // the addresses the name resolves to
 	gws    map[string]*tierGateway
+	pki    *tierPKI
+	// agentEnvs are the started agents' environments.
+	agentEnvs [][]string
 }
 
 func newGatewayTier(t testing.TB, srv *ingest.Server) *gatewayTier {
@@ -84,6 +89,7 @@ func newGatewayTier(t testing.TB, srv *ingest.Server) *gatewayTier {
 	// service config (TXT); a loopback nameserver with nothing on port 53
 	// refuses at once, so no query leaves the machine and none waits.
 	tr.resolv = writeFile(t, tr.dir, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+	tr.pki = newTierPKI(t, tr.dir)
 	return tr
 }
 
@@ -130,13 +136,13 @@ func (tr *gatewayTier) startGateway(ip string, overlay string) *tierGateway {
 			"NEXOVUE_KEY=" + tierKey,
 			"NEXOVUE_ENDPOINT=" + tr.srv.URL(),
 			"NEXOVUE_OTLP_GRPC_ENDPOINT=" + fmt.Sprintf("%s:%d", ip, tr.port),
-			"NEXOVUE_OTLP_HTTP_ENDPOINT=" + fmt.Sprintf("%s:%d", ip, testenv.FreePort(t)),
 			"NEXOVUE_OTLP_MAX_CONNECTION_AGE=" + tierConnAge.String(),
 			"NEXOVUE_HEALTH_ENDPOINT=" + g.health,
 			"NEXOVUE_METRICS_HOST=" + ip,
 			"NEXOVUE_METRICS_PORT=" + g.metrics[strings.LastIndexByte(g.metrics, ':')+1:],
 			"NEXOVUE_STORAGE_DIR=" + t.TempDir(), // kept across a restart, as a pod's volume
 		}
+		g.env = append(g.env, tr.pki.gatewayEnv()...)
 		tr.gws[ip] = g
 	}
 	args := []string{testenv.FeatureGate}
@@ -166,14 +172,16 @@ func (tr *gatewayTier) startAgents(n int, endpoint string) ([]int, []*testenv.Pr
 	shipped := filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "agent-to-gateway.yaml")
 	procs := make([]*testenv.Process, n)
 	for i := range n {
+		env := append([]string{
+			"NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT=" + endpoint,
+			"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
+			"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
+			"NEXOVUE_METRICS_HOST=127.0.0.1",
+			"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
+		}, tr.pki.agentEnv()...)
+		tr.agentEnvs = append(tr.agentEnvs, env)
 		procs[i] = testenv.StartCollector(t, shipped, testenv.CollectorOptions{
-			Env: []string{
-				"NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT=" + endpoint,
-				"NEXOVUE_STORAGE_DIR=" + t.TempDir(),
-				"NEXOVUE_HEALTH_ENDPOINT=" + testenv.FreeAddr(t),
-				"NEXOVUE_METRICS_HOST=127.0.0.1",
-				"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
-			},
+			Env: env,
 			Args: []string{"--config", configs[i], testenv.FeatureGate},
 			Wrap: []string{"unshare", "--mount", "--propagation", "private", "--",
 				"/bin/sh", "-c", `set -e; mount --bind "$0" /etc/hosts; mount --bind "$1" /etc/resolv.conf; shift; exec "$@"`, tr.hosts, tr.resolv},

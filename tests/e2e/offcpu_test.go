@@ -187,15 +187,16 @@ service:
       receivers: [profile_metrics]
       exporters: [file/metrics]
 `, maxFrames, metricsPath))
+	gwTLS, agentTLS := testenv.GatewayTLS(t) // mutual TLS, as shipped
 	testenv.StartCollector(t, dir+"/gateway.yaml", testenv.CollectorOptions{
-		Env: append(own(), "NEXOVUE_KEY="+key, "NEXOVUE_ENDPOINT="+srv.URL(),
-			"NEXOVUE_OTLP_GRPC_ENDPOINT="+grpc, "NEXOVUE_OTLP_HTTP_ENDPOINT="+testenv.FreeAddr(t)),
+		Env: append(append(own(), "NEXOVUE_KEY="+key, "NEXOVUE_ENDPOINT="+srv.URL(),
+			"NEXOVUE_OTLP_GRPC_ENDPOINT="+grpc), gwTLS...),
 		Args: []string{"--config", gwOverlay, testenv.FeatureGate},
 	})
 	agentPort := testenv.FreePort(t)
 	agentOverlay := writeFile(t, tmp, "agent-overlay.yaml", otlpInOverlay(agentPort))
 	testenv.StartCollector(t, dir+"/agent-to-gateway.yaml", testenv.CollectorOptions{
-		Env:  append(own(), "NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT="+grpc),
+		Env:  append(append(own(), "NEXOVUE_KEY=", "NEXOVUE_GATEWAY_ENDPOINT="+grpc), agentTLS...),
 		Args: []string{"--config", agentOverlay, testenv.FeatureGate},
 	})
 

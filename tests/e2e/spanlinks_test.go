@@ -444,14 +444,17 @@ func TestExistingLinksPassThroughGateway(t *testing.T) {
 	figures(t, "span-links-gateway", srv, &sent)
 	port := testenv.FreePort(t)
 	dir := t.TempDir()
+	// The gateway has no OTLP/HTTP listener as shipped; this test, which is
+	// not about TLS, adds one and turns mutual TLS off.
 	testenv.StartCollector(t, filepath.Join(testenv.RepoRoot(t), "distributions", "otelcol-nexovue", "gateway.yaml"), testenv.CollectorOptions{
+		Args: []string{"--config", fmt.Sprintf("yaml:receivers::otlp::protocols::http::endpoint: 127.0.0.1:%d", port), testenv.FeatureGate},
 		Env: []string{
+			"NEXOVUE_GATEWAY_INSECURE=true",
 			"NEXOVUE_KEY=" + testKey,
 			"NEXOVUE_ENDPOINT=" + srv.URL(),
 			"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
 			fmt.Sprintf("NEXOVUE_HEALTH_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
 			fmt.Sprintf("NEXOVUE_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", testenv.FreePort(t)),
-			fmt.Sprintf("NEXOVUE_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", port),
 			"NEXOVUE_METRICS_HOST=127.0.0.1",
 			fmt.Sprintf("NEXOVUE_METRICS_PORT=%d", testenv.FreePort(t)),
 		},

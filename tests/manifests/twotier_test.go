@@ -28,20 +28,20 @@ func TestTwoTierTopology(t *testing.T) {
 			"NEXOVUE_METRICS_PORT=" + strconv.Itoa(testenv.FreePort(t)),
 		}
 	}
-	testenv.StartCollector(t, dir+"/gateway.yaml", testenv.CollectorOptions{Env: append(own(),
+	gwTLS, agentTLS := testenv.GatewayTLS(t) // mutual TLS, as shipped
+	testenv.StartCollector(t, dir+"/gateway.yaml", testenv.CollectorOptions{Env: append(append(own(),
 		"NEXOVUE_KEY="+key,
 		"NEXOVUE_ENDPOINT="+srv.URL(),
 		"NEXOVUE_OTLP_GRPC_ENDPOINT="+grpc,
-		"NEXOVUE_OTLP_HTTP_ENDPOINT="+testenv.FreeAddr(t),
-	)})
+	), gwTLS...)})
 
 	burner := testenv.BuildGo(t, repoPath(t, "tests", "container", "testdata", "cpuburner"), "cpuburner")
 	testenv.Start(t, []string{"OTEL_SERVICE_NAME=" + service}, burner, "-for", "2m")
 
-	testenv.StartCollector(t, dir+"/agent-to-gateway.yaml", testenv.CollectorOptions{EBPF: true, Env: append(own(),
+	testenv.StartCollector(t, dir+"/agent-to-gateway.yaml", testenv.CollectorOptions{EBPF: true, Env: append(append(own(),
 		"NEXOVUE_KEY=", // the agent has none
 		"NEXOVUE_GATEWAY_ENDPOINT="+grpc,
-	)})
+	), agentTLS...)})
 
 	testenv.WaitFor(t, 90*time.Second, service+"'s profiles through the gateway", func() (bool, error) {
 		return srv.ServiceSamples()[service] > 0, nil
