@@ -410,6 +410,8 @@ func TestChartSchemaRejects(t *testing.T) {
 		{"wrong type", []string{"agent.samplesPerSecond=many"}, "at '/agent/samplesPerSecond': got string, want integer"},
 		{"unknown key", []string{"nexovue.samplesPerSecnd=100"}, "at '/nexovue': additional properties 'samplesPerSecnd' not allowed"},
 		{"unknown key in the gateway", []string{"gateway.autoscaling.maxReplica=3"}, "at '/gateway/autoscaling': additional properties 'maxReplica' not allowed"},
+		{"unknown key under tls", []string{"tls.certManager.issuer=corp"}, "at '/tls/certManager': additional properties 'issuer' not allowed"},
+		{"API server port not a number", []string{"networkPolicy.apiServer.ports[0]=https"}, "at '/networkPolicy/apiServer/ports/0': got string, want integer"},
 		{"routing rule without key", []string{"nexovue.routing.rules[0].name=payments", "nexovue.routing.rules[0].values[0]=payments"},
 			"at '/nexovue/routing/rules/0': missing property 'existingSecret'"},
 	} {
