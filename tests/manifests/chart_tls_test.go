@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -408,5 +410,47 @@ func TestChartNetworkPolicyEgress(t *testing.T) {
 	np := find[networkingv1.NetworkPolicy](t, chartObjects(t, chartSet(t, "gateway"), "--set", "networkPolicy.monitoringNamespace="), "", "NetworkPolicy", chartGateway)
 	if r := np.Spec.Ingress[1]; len(r.From) != 0 {
 		t.Errorf("without monitoringNamespace and metricsFrom the metrics rule admits only %+v, want anyone", r.From)
+	}
+}
+
+// TestBasesTLSAndNetworkPolicies: the kustomize bases hold no key or
+// certificate (the gateway base mounts Secrets the user makes with
+// create-tls-secrets.sh, which tests/kubernetes runs), and each has its
+// NetworkPolicies with egress rules.
+func TestBasesTLSAndNetworkPolicies(t *testing.T) {
+	root := repoPath(t, "distributions", "kubernetes")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data := string(mustRead(t, p))
+		// PEM, as text or base64 ("-----BEGIN" is "LS0tLS1CRUdJTi").
+		if strings.Contains(data, "-----BEGIN") || strings.Contains(data, "LS0tLS1CRUdJTi") {
+			t.Errorf("%s holds a PEM block (a key or certificate): a base must not", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range []string{"agent", "gateway", "least-privilege", "agent-multi-key"} {
+		t.Run(base, func(t *testing.T) {
+			objs := kustomize(t, "distributions/kubernetes/"+base)
+			policies := []string{agentName}
+			if base == "gateway" {
+				policies = append(policies, gatewayName)
+			}
+			for _, name := range policies {
+				np := find[networkingv1.NetworkPolicy](t, objs, "", "NetworkPolicy", name)
+				if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || len(np.Spec.Egress) == 0 {
+					t.Errorf("NetworkPolicy %s: no egress rules (%v)", name, np.Spec.PolicyTypes)
+				}
+			}
+			if base != "gateway" {
+				return
+			}
+			checkTLSMount(t, "agent", &find[appsv1.DaemonSet](t, objs, "", "DaemonSet", agentName).Spec.Template.Spec, "otelcol-nexovue-agent-tls")
+			checkTLSMount(t, "gateway", &find[appsv1.Deployment](t, objs, "", "Deployment", gatewayName).Spec.Template.Spec, "otelcol-nexovue-gateway-tls")
+		})
 	}
 }
