@@ -59,7 +59,8 @@ func (c *cluster) chartTLS(t *testing.T, ns string) testenv.ChartTLS {
 // chart's generated certificates in its Secrets (valid, as
 // testenv.CheckChartTLS checks); an upgrade keeps them byte for byte; a
 // deleted leaf Secret is made anew, signed by the kept CA; a deleted CA
-// Secret makes all three anew.
+// Secret makes all three anew; leaves due for renewal are made anew from
+// the kept CA.
 func checkGeneratedTLSKept(t *testing.T, c *cluster) {
 	t.Helper()
 	names := testenv.GatewayDNSNames(chartRelease, chartNamespace)
@@ -98,6 +99,16 @@ func checkGeneratedTLSKept(t *testing.T, c *cluster) {
 		t.Error("after the CA's Secret was deleted, helm upgrade did not make a new CA and new certificates")
 	}
 	testenv.CheckChartTLS(t, s3, names, 365*24*time.Hour)
+
+	// Due for renewal (expiring within renewBeforeDays, here at once): an
+	// upgrade makes new leaf certificates from the kept CA.
+	c.helm(t, "upgrade", chartRelease, testenv.Chart, "--namespace", chartNamespace, "--reuse-values", "--set", "tls.generated.renewBeforeDays=400")
+	s4 := c.chartTLS(t, chartNamespace)
+	if bytes.Equal(s4.Gateway["tls.crt"], s3.Gateway["tls.crt"]) || bytes.Equal(s4.Agent["tls.crt"], s3.Agent["tls.crt"]) ||
+		!bytes.Equal(s4.Agent["ca.crt"], s3.Agent["ca.crt"]) {
+		t.Error("with the certificates due for renewal (renewBeforeDays 400 > their 365 days), helm upgrade did not make new ones from the kept CA")
+	}
+	testenv.CheckChartTLS(t, s4, names, 365*24*time.Hour)
 }
 
 // apiServerSlice is the EndpointSlice default/kubernetes a control plane

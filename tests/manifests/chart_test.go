@@ -121,7 +121,7 @@ func TestChartRenderingIsGolden(t *testing.T) {
 			// The chart's generated certificates are new at each rendering:
 			// the golden file holds a placeholder for each (checked by
 			// TestChartGeneratedCertificates).
-			got := generatedTLSData.ReplaceAllString(rendered, "${1}<generated>")
+			got := generatedTLSData.ReplaceAllString(rendered, "${1}${2}<generated>")
 			golden := filepath.Join("testdata", "chart", set.Name+".yaml")
 			if *updateGolden {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
@@ -149,8 +149,9 @@ func TestChartRenderingIsGolden(t *testing.T) {
 }
 
 // generatedTLSData matches the data lines of the Secrets of the chart's
-// generated certificates (templates/tls.yaml), up to their value.
-var generatedTLSData = regexp.MustCompile(`(?m)^(  (?:tls\.crt|tls\.key|ca\.crt): )LS0t[A-Za-z0-9+/=]+$`)
+// generated certificates (templates/tls.yaml) and their expiry
+// annotations, up to their value.
+var generatedTLSData = regexp.MustCompile(`(?m)^(  (?:tls\.crt|tls\.key|ca\.crt): )LS0t[A-Za-z0-9+/=]+$|^(    otelcol-nexovue/not-after: )"[0-9TZ:-]+"$`)
 
 // chartObjects renders and decodes one values set.
 func chartObjects(t *testing.T, set testenv.ValuesSet, extra ...string) []object {

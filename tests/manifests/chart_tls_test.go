@@ -1,6 +1,8 @@
 package manifests
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -88,6 +90,23 @@ func TestChartGeneratedCertificates(t *testing.T) {
 	}
 	ca := testenv.CheckChartTLS(t, testenv.ChartTLS{Gateway: secretData(t, objs, chartGatewayTLS), Agent: secretData(t, objs, chartAgentTLS)},
 		testenv.GatewayDNSNames(chartRelease, chartNamespace), 365*24*time.Hour)
+	// Each leaf's Secret records when it expires, which an upgrade reads to
+	// renew it in time.
+	for _, name := range []string{chartGatewayTLS, chartAgentTLS} {
+		s := find[corev1.Secret](t, objs, "", "Secret", name)
+		at, err := time.Parse(time.RFC3339, s.Annotations["otelcol-nexovue/not-after"])
+		b, _ := pem.Decode(s.Data["tls.crt"])
+		if err != nil || b == nil {
+			t.Fatalf("Secret %s: annotation otelcol-nexovue/not-after %q (%v), certificate %v", name, s.Annotations["otelcol-nexovue/not-after"], err, b != nil)
+		}
+		cert, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := at.Sub(cert.NotAfter); d < -time.Minute || d > time.Minute {
+			t.Errorf("Secret %s: otelcol-nexovue/not-after %v, its certificate expires %v", name, at, cert.NotAfter)
+		}
+	}
 	caSecret := secretData(t, objs, chartTLSCA)
 	if got := string(caSecret["tls.crt"]); got != string(secretData(t, objs, chartAgentTLS)["ca.crt"]) {
 		t.Error("Secret " + chartTLSCA + " does not hold the CA of the agents' and the gateway's ca.crt")
