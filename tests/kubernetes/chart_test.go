@@ -196,6 +196,7 @@ func TestChartOnAPIServer(t *testing.T) {
 	}
 
 	t.Run("cert-manager", func(t *testing.T) { checkCertManager(t, c) })
+	t.Run("network policies", func(t *testing.T) { checkNetworkPolicyRules(t, c) })
 
 	// The kustomize bases, each the chart rendered (tests/manifests checks
 	// that), applied with `kubectl apply -k`, server-side with strict field

@@ -258,6 +258,32 @@ spec: {secretName: x, dnsName: [x], issuerRef: {name: corp-ca}}
 	}
 }
 
+// checkNetworkPolicyRules: the NetworkPolicies with every kind of rule
+// the chart renders (the API server's CIDRs in IPv4 and IPv6, debuginfod
+// ports from URLs, extra ingress and egress rules, the view's port), as a
+// server-side dry run with strict field validation.
+func checkNetworkPolicyRules(t *testing.T, c *cluster) {
+	t.Helper()
+	out := testenv.RenderChart(t, chartRelease, chartNamespace, "-f", filepath.Join(testenv.RepoRoot(t), testenv.Chart, "ci", "gateway-values.yaml"),
+		"--set", "networkPolicy.apiServer.cidrs={192.0.2.10/32,2001:db8::10/128}", "--set", "networkPolicy.apiServer.ports={6443}",
+		"--set", "agent.debuginfodURLs={https://debuginfod.example,http://debuginfod.internal:8002}",
+		"--set", "agent.view.enabled=true",
+		"--set-json", `networkPolicy.extraEgressRules=[{"to":[{"ipBlock":{"cidr":"198.51.100.0/24"}}],"ports":[{"port":3128}]}]`,
+		"--set-json", `networkPolicy.extraIngressRules=[{"ports":[{"port":9999}]}]`)
+	var policies []string
+	for _, doc := range strings.Split(out, "\n---") {
+		if strings.Contains(doc, "\nkind: NetworkPolicy\n") {
+			policies = append(policies, doc)
+		}
+	}
+	if len(policies) != 2 {
+		t.Fatalf("rendered %d NetworkPolicies, want the agents' and the gateway's", len(policies))
+	}
+	if res, err := c.kubectlIn(strings.Join(policies, "\n---"), "apply", "--server-side", "--dry-run=server", "--validate=strict", "--field-manager=test", "-f", "-"); err != nil {
+		t.Errorf("the NetworkPolicies with every kind of rule, server-side dry run: %v\n%s", err, res)
+	}
+}
+
 // checkBaseTLSSecrets runs the gateway base's create-tls-secrets.sh as its
 // kustomization.yaml says, against the API server, and checks the
 // Secrets it made as the chart's (names, key usages, a handshake).
