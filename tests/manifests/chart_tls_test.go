@@ -3,6 +3,7 @@ package manifests
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -133,29 +134,17 @@ func TestChartGeneratedCertificates(t *testing.T) {
 	a2 := find[appsv1.DaemonSet](t, again, "", "DaemonSet", chartAgent).Spec.Template.Annotations
 	g1 := find[appsv1.Deployment](t, objs, "", "Deployment", chartGateway).Spec.Template.Annotations
 	g2 := find[appsv1.Deployment](t, again, "", "Deployment", chartGateway).Spec.Template.Annotations
-	if !mapsEqual(a1, a2) || !mapsEqual(g1, g2) {
+	if !maps.Equal(a1, a2) || !maps.Equal(g1, g2) {
 		t.Errorf("new certificates changed the pods' annotations: agent %v then %v, gateway %v then %v", a1, a2, g1, g2)
 	}
 
 	// Without the gateway tier there is nothing to encrypt: no Secret, no
 	// mount.
 	for _, o := range chartObjects(t, chartSet(t, "default")) {
-		if o.Kind == "Secret" && strings.HasSuffix(o.Name, "-tls") || o.Kind == "Secret" && o.Name == chartTLSCA {
+		if o.Kind == "Secret" && (strings.HasSuffix(o.Name, "-tls") || o.Name == chartTLSCA) {
 			t.Errorf("without the gateway tier the chart renders Secret %s", o.Name)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestChartTLSOff: tls.enabled=false sets NEXOVUE_GATEWAY_INSECURE=true in
