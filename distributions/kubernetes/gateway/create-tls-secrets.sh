@@ -7,7 +7,10 @@
 #                                (clientAuth) + the CA (verifies the gateway)
 # each of type kubernetes.io/tls with tls.crt, tls.key and ca.crt. The CA's
 # key is not kept: to renew (the leaf certificates last 365 days), run it
-# again; the collectors re-read the files once the kubelet has updated them.
+# again; the collectors re-read the files once the kubelet has updated them
+# (within about a minute, each pod on its own: meanwhile an agent whose
+# side is not yet updated fails to send, and keeps its profiles in its
+# queue until it can).
 #
 #   distributions/kubernetes/gateway/create-tls-secrets.sh [namespace] [cluster domain]
 #
