@@ -100,8 +100,9 @@ func startAgent(t testing.TB, c *cluster, node string, withK8s bool) *agentRun {
 // startAgentWith is startAgent with the agent's config rewritten (when
 // rewrite is not nil: paths of the pod made the test's), further config
 // files (merged over the agent's, as more --config flags) and the double's
-// config (its OnAccepted is set to the run's recorder).
-func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, rewrite func(string) string, configs []string, srvCfg ingest.Config) *agentRun {
+// config (its OnAccepted is set to the run's recorder); env adds to the
+// agent's environment.
+func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, rewrite func(string) string, configs []string, srvCfg ingest.Config, env ...string) *agentRun {
 	t.Helper()
 	cfg := agentConfig(t, c)
 	if rewrite != nil {
@@ -134,7 +135,7 @@ func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, rewrite
 	srvCfg.OnAccepted = rec.record
 	srv := ingest.StartForTest(t, srvCfg)
 	metricsPort := testenv.FreePort(t)
-	env := []string{
+	env = append([]string{
 		"NEXOVUE_ENDPOINT=" + srv.URL(),
 		"NEXOVUE_KEY=" + testKey,
 		"NEXOVUE_STORAGE_DIR=" + filepath.Join(dir, "storage"),
@@ -145,7 +146,7 @@ func startAgentWith(t testing.TB, c *cluster, node string, withK8s bool, rewrite
 		"KUBERNETES_SERVICE_HOST=127.0.0.1",
 		"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(c.apiPort),
 		"OTEL_SERVICE_NAME=", "OTEL_RESOURCE_ATTRIBUTES=",
-	}
+	}, env...)
 	// A tmpfs over /run (what /var/run links to) in the agent's own mount
 	// namespace gives the service-account folder a place to be mounted.
 	mountSA := fmt.Sprintf(`set -e

@@ -168,6 +168,8 @@ func TestChartOnAPIServer(t *testing.T) {
 		c.kubectl(t, "-n", chartNamespace, "create", "secret", "generic", s, "--from-literal=key=k-"+s)
 	}
 	c.kubectl(t, "-n", chartNamespace, "create", "secret", "generic", "nexovue-view-token", "--from-literal=token=view-token")
+	// The API server's EndpointSlice, which the NetworkPolicies look up.
+	c.apply(t, apiServerSlice)
 
 	for _, set := range testenv.ChartValuesSets(t) {
 		t.Run(set.Name, func(t *testing.T) {
@@ -186,16 +188,22 @@ func TestChartOnAPIServer(t *testing.T) {
 				upgradeRolls(t, c)
 			case "gateway":
 				checkGatewayTier(t, c, chartNamespace)
+				checkGeneratedTLSKept(t, c)
+				checkAPIServerEgress(t, c, chartNamespace)
 			}
 			uninstallLeavesNothing(t, c)
 		})
 	}
+
+	t.Run("cert-manager", func(t *testing.T) { checkCertManager(t, c) })
+	t.Run("network policies", func(t *testing.T) { checkNetworkPolicyRules(t, c) })
 
 	// The kustomize bases, each the chart rendered (tests/manifests checks
 	// that), applied with `kubectl apply -k`, server-side with strict field
 	// validation, in their namespace, the gateway's last.
 	t.Run("kustomize bases", func(t *testing.T) {
 		applyDistributions(t, c)
+		checkBaseTLSSecrets(t, c)
 		if out, err := c.kubectlOut("apply", "-k", filepath.Join(testenv.RepoRoot(t), "distributions", "kubernetes", "gateway"), "--server-side", "--validate=strict", "--field-manager=kubectl"); err != nil {
 			t.Fatalf("apply distributions/kubernetes/gateway: %v\n%s", err, out)
 		}
