@@ -110,9 +110,10 @@ func TestKubernetesGatewayTLS(t *testing.T) {
 	}
 
 	// The agent: the DaemonSet's config; the gateway's address is the
-	// test's, its name the headless Service's.
+	// test's, its name the headless Service's (the mtls extension's client
+	// settings hold the agent's TLS).
 	overlay := filepath.Join(dir, "agent-overlay.yaml")
-	mustWrite(t, overlay, "exporters:\n  otlp_grpc/gateway:\n    tls:\n      server_name_override: "+serverName+"\n")
+	mustWrite(t, overlay, "extensions:\n  mtls:\n    client:\n      server_name_override: "+serverName+"\n")
 	node := "nxv-node-" + randHex(t, 3)
 	startAgentWith(t, c, node, true, nil, []string{overlay}, ingest.Config{Keys: []string{testKey}},
 		"NEXOVUE_GATEWAY_ENDPOINT="+gwAddr,
