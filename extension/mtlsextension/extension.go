@@ -130,7 +130,11 @@ func (m *mtls) clientCredentials(ctx context.Context) (credentials.TransportCred
 	if err != nil {
 		return nil, err
 	}
-	return m.counting(roleClient, credentials.NewTLS(tlsCfg), func() (*tls.Certificate, error) {
+	var creds credentials.TransportCredentials = credentials.NewTLS(tlsCfg)
+	if m.cfg.Client.CAFile != "" && m.cfg.Client.ReloadInterval > 0 {
+		creds = newCAReloading(tlsCfg, m.cfg.Client.CAFile, m.cfg.Client.ReloadInterval, m.now, m.logger)
+	}
+	return m.counting(roleClient, creds, func() (*tls.Certificate, error) {
 		return tlsCfg.GetClientCertificate(&tls.CertificateRequestInfo{})
 	}), nil
 }

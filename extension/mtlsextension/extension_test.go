@@ -192,26 +192,7 @@ func TestClientCountsFailedHandshakes(t *testing.T) {
 	}
 	var want []metricdata.DataPoint[int64]
 	for _, c := range cases {
-		pair, err := tls.X509KeyPair(c.server.CertPEM, c.server.KeyPEM)
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		go func() {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}).Handshake()
-			conn.Close()
-		}()
-		client, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		out, _, err := creds.ClientHandshake(context.Background(), c.authority, client)
-		if out != nil {
-			out.Close()
-		}
-		client.Close()
-		ln.Close()
+		err := clientHandshake(t, creds, c.server, c.authority)
 		if c.reason == "" {
 			require.NoError(t, err, c.name)
 			continue
@@ -220,6 +201,68 @@ func TestClientCountsFailedHandshakes(t *testing.T) {
 		want = append(want, metricdata.DataPoint[int64]{Value: 1, Attributes: attrs(roleClient, c.reason)})
 	}
 	metadatatest.AssertEqualMtlsHandshakesRefused(t, f.tel, want, metricdatatest.IgnoreTimestamp())
+}
+
+// clientHandshake runs the client's handshake with a TLS server that
+// presents server, and returns its error.
+func clientHandshake(t *testing.T, client credentials.TransportCredentials, server testcert.Leaf, authority string) error {
+	t.Helper()
+	pair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_ = tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}).Handshake()
+		conn.Close()
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	out, _, err := client.ClientHandshake(context.Background(), authority, conn)
+	if out != nil {
+		out.Close()
+	}
+	return err
+}
+
+// TestClientReloadsItsCA: the client's ca_file is read again once
+// reload_interval has passed, so a gateway certificate of a new CA is
+// accepted without a restart; a file that no longer holds a certificate
+// keeps the CA read before, with one warning.
+func TestClientReloadsItsCA(t *testing.T) {
+	p := newPKI(t)
+	cfg := p.clientConfig()
+	cfg.ReloadInterval = time.Minute
+	f := newFixture(t, &Config{Client: cfg})
+	creds, err := f.ext.clientCredentials(context.Background())
+	require.NoError(t, err)
+
+	newCA := testcert.NewCA(t, "the next CA")
+	server := newCA.Issue(t, testcert.Options{CommonName: "gateway", Hosts: []string{"localhost"}})
+	require.ErrorAs(t, clientHandshake(t, creds, server, "localhost:4317"), new(x509.UnknownAuthorityError), "a gateway of a CA not in ca_file")
+	require.NoError(t, clientHandshake(t, creds, p.server, "localhost:4317"))
+
+	caFile := filepath.Join(p.clientDir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, newCA.PEM, 0o600))
+	require.Error(t, clientHandshake(t, creds, server, "localhost:4317"), "the file is read again only after reload_interval")
+	f.now = f.now.Add(time.Minute + time.Second)
+	require.NoError(t, clientHandshake(t, creds, server, "localhost:4317"), "the new CA, read again")
+	require.ErrorAs(t, clientHandshake(t, creds, p.server, "localhost:4317"), new(x509.UnknownAuthorityError), "the old CA is no longer in the file")
+	assert.Equal(t, 1, f.logs.FilterMessageSnippet("the client's CA file changed").Len())
+
+	require.NoError(t, os.WriteFile(caFile, []byte("not a certificate"), 0o600))
+	for range 2 {
+		f.now = f.now.Add(time.Minute + time.Second)
+		require.NoError(t, clientHandshake(t, creds, server, "localhost:4317"), "a broken file keeps the CA read before")
+	}
+	warned := f.logs.FilterMessageSnippet("cannot read the client's CA file again")
+	require.Equal(t, 1, warned.Len(), "one warning per error")
+	assert.Equal(t, caFile, warned.All()[0].ContextMap()["ca_file"])
 }
 
 func TestRefusalLogAtMostOneLinePerMinutePerReason(t *testing.T) {
