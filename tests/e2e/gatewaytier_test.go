@@ -181,7 +181,7 @@ func (tr *gatewayTier) startAgents(n int, endpoint string) ([]int, []*testenv.Pr
 		}, tr.pki.agentEnv()...)
 		tr.agentEnvs = append(tr.agentEnvs, env)
 		procs[i] = testenv.StartCollector(t, shipped, testenv.CollectorOptions{
-			Env: env,
+			Env:  env,
 			Args: []string{"--config", configs[i], testenv.FeatureGate},
 			Wrap: []string{"unshare", "--mount", "--propagation", "private", "--",
 				"/bin/sh", "-c", `set -e; mount --bind "$0" /etc/hosts; mount --bind "$1" /etc/resolv.conf; shift; exec "$@"`, tr.hosts, tr.resolv},

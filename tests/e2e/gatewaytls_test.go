@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +157,35 @@ func (p *tierPKI) servedSerial(addr string) (string, error) {
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
 }
 
+// establishedClients returns the client ends (address:port, as
+// /proc/net/tcp writes them) of the established TCP connections to addr,
+// an IPv4 address and port on this host.
+func establishedClients(addr string) (map[string]bool, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(host).To4()
+	port, err := strconv.Atoi(portText)
+	if ip == nil || err != nil {
+		return nil, fmt.Errorf("establishedClients: %q is not an IPv4 address and port", addr)
+	}
+	// /proc/net/tcp: the address as a little-endian 32-bit hex number.
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], port)
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[1] == local && f[3] == "01" { // TCP_ESTABLISHED
+			out[f[2]] = true
+		}
+	}
+	return out, nil
+}
+
 // waitExpiry waits until the collector whose environment is env reports
 // leaf's expiry for role (within a minute of it).
 func waitExpiry(t *testing.T, env []string, role string, leaf testcert.Leaf, what string) {
@@ -261,13 +292,25 @@ func TestGatewayMutualTLS(t *testing.T) {
 	// Rotation 2: the old CA is no longer trusted for clients: the
 	// agent's connections from now on are accepted only with its new
 	// certificate. max_connection_age (5 s) makes it reconnect.
+	// The connections open now were made with the agent's certificate of
+	// either CA; the gateway closes each within max_connection_age (5 s)
+	// plus 10% jitter. Once none of them is left, what it accepts came
+	// over connections the agent opened with its new certificate, which
+	// only the new CA signed.
+	before, err := establishedClients(addr)
+	require.NoError(t, err)
+	require.NotEmpty(t, before, "the agent, delivering all along, has no connection to %s in /proc/net/tcp", addr)
 	tr.pki.switchTo(tr.pki.gateway, gwLeaf, newCA.PEM)
 	caRotated := time.Now()
-	// The gateway closes every connection made before within
-	// max_connection_age plus 10% jitter (and the second its client CA
-	// reload may take); what it accepts after that came over connections
-	// the agent opened with its new certificate.
-	time.Sleep(time.Until(caRotated.Add(tierConnAge*11/10 + 2*time.Second))) // a bound of the gateway's config, not a wait for a condition
+	testenv.WaitFor(t, time.Minute, "the gateway's connections made before the CA rotation closed", func() (bool, error) {
+		now, err := establishedClients(addr)
+		for c := range now {
+			if before[c] {
+				return false, err
+			}
+		}
+		return err == nil, err
+	})
 	from, err := gw.accepted()
 	require.NoError(t, err)
 	tr.waitTraffic(ip, from+10000, time.Minute, "the agent delivering over connections made after the old client CA is gone")
