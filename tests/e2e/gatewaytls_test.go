@@ -142,9 +142,19 @@ func (p *tierPKI) tlsClient(leaf *testcert.Leaf) credentials.TransportCredential
 // new connection now (the client presents the agent's first certificate,
 // so that the gateway counts no refusal).
 func (p *tierPKI) servedSerial(addr string) (string, error) {
+	return servedSerial(addr, p.agentLeaf, p.ca)
+}
+
+// servedSerial is the serial of the certificate the gateway at addr
+// serves to a new connection of a client that presents client and trusts
+// cas (all the CAs the gateway's certificate may be of: a client that
+// refused it would be counted by the gateway as peer_refused).
+func servedSerial(addr string, client testcert.Leaf, cas ...*testcert.CA) (string, error) {
 	pool := x509.NewCertPool()
-	pool.AddCert(p.ca.Cert)
-	pair, err := tls.X509KeyPair(p.agentLeaf.CertPEM, p.agentLeaf.KeyPEM)
+	for _, ca := range cas {
+		pool.AddCert(ca.Cert)
+	}
+	pair, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
 	if err != nil {
 		return "", err
 	}
@@ -218,7 +228,7 @@ func TestGatewayMutualTLS(t *testing.T) {
 	tr.pki.reload = "1s"
 	ip := "127.0.0.5"
 	gw := tr.startGateway(ip, "")
-	ports, _ := tr.startAgents(1, "")
+	ports, agents := tr.startAgents(1, "")
 	agentEnv := tr.agentEnvs[0]
 	addr := fmt.Sprintf("%s:%d", ip, tr.port)
 	ready := time.Since(start)
@@ -316,6 +326,46 @@ func TestGatewayMutualTLS(t *testing.T) {
 	tr.waitTraffic(ip, from+10000, time.Minute, "the agent delivering over connections made after the old client CA is gone")
 	t.Logf("rotation: new certificates served and reported %s after they were written; 10,000 samples delivered over new connections %s after the CA rotation",
 		caRotated.Sub(rotated).Round(100*time.Millisecond), time.Since(caRotated).Round(100*time.Millisecond))
+
+	// Rotation 3: the gateway's certificate from the new CA too. The agent
+	// first trusts both CAs, then the new one alone: it reads its ca.crt
+	// again (reload_interval), no restart. An agent that kept the old CA
+	// would fail every new connection to the gateway (the gateway would
+	// count peer_refused, and nothing more would arrive).
+	tr.pki.switchTo(tr.pki.agent, agentLeaf, bytes.Join([][]byte{tr.pki.ca.PEM, newCA.PEM}, nil))
+	// The agent reads its CA file at a new connection (each lives
+	// max_connection_age): once it logged the change, it trusts both.
+	caChanged := func(n int) func() (bool, error) {
+		return func() (bool, error) {
+			return strings.Count(agents[0].Output(), "mtls: the client's CA file changed") >= n, nil
+		}
+	}
+	testenv.WaitFor(t, time.Minute, "the agent reading its CA file of both CAs", caChanged(1))
+	newGwLeaf := newCA.Issue(t, testcert.Options{CommonName: tierName, Hosts: []string{tierName, "localhost", ip}, NotAfter: time.Now().Add(90 * 24 * time.Hour)})
+	tr.pki.switchTo(tr.pki.gateway, newGwLeaf, newCA.PEM)
+	testenv.WaitFor(t, time.Minute, "the gateway serving its certificate of the new CA", func() (bool, error) {
+		serial, err := servedSerial(addr, agentLeaf, tr.pki.ca, newCA)
+		return err == nil && serial == newGwLeaf.Cert.SerialNumber.String(), nil
+	})
+	tr.pki.switchTo(tr.pki.agent, agentLeaf, newCA.PEM)
+	testenv.WaitFor(t, time.Minute, "the agent reading its CA file of the new CA alone", caChanged(2))
+	before, err = establishedClients(addr)
+	require.NoError(t, err)
+	serverRotated := time.Now()
+	testenv.WaitFor(t, time.Minute, "the agent's connections made before the gateway's CA rotation closed", func() (bool, error) {
+		now, err := establishedClients(addr)
+		for c := range now {
+			if before[c] {
+				return false, err
+			}
+		}
+		return err == nil, err
+	})
+	from, err = gw.accepted()
+	require.NoError(t, err)
+	tr.waitTraffic(ip, from+10000, time.Minute, "the agent delivering to the gateway of the new CA, trusting the new CA alone")
+	t.Logf("rotation: the gateway's certificate of the new CA; 10,000 samples delivered over new connections %s after it, the agent trusting the new CA alone",
+		time.Since(serverRotated).Round(100*time.Millisecond))
 
 	load.stop()
 	require.NoError(t, load.err())
