@@ -196,6 +196,28 @@ func establishedClients(addr string) (map[string]bool, error) {
 	return out, nil
 }
 
+// connectionsNow notes the established connections to addr (the agent,
+// delivering all along, has at least one) and returns a function that
+// waits until every one of them is closed.
+func connectionsNow(t *testing.T, addr string) func(what string) {
+	t.Helper()
+	before, err := establishedClients(addr)
+	require.NoError(t, err)
+	require.NotEmpty(t, before, "the agent, delivering all along, has no connection to %s in /proc/net/tcp", addr)
+	return func(what string) {
+		t.Helper()
+		testenv.WaitFor(t, time.Minute, what, func() (bool, error) {
+			now, err := establishedClients(addr)
+			for c := range now {
+				if before[c] {
+					return false, err
+				}
+			}
+			return err == nil, err
+		})
+	}
+}
+
 // waitExpiry waits until the collector whose environment is env reports
 // leaf's expiry for role (within a minute of it).
 func waitExpiry(t *testing.T, env []string, role string, leaf testcert.Leaf, what string) {
@@ -307,20 +329,10 @@ func TestGatewayMutualTLS(t *testing.T) {
 	// plus 10% jitter. Once none of them is left, what it accepts came
 	// over connections the agent opened with its new certificate, which
 	// only the new CA signed.
-	before, err := establishedClients(addr)
-	require.NoError(t, err)
-	require.NotEmpty(t, before, "the agent, delivering all along, has no connection to %s in /proc/net/tcp", addr)
+	wait := connectionsNow(t, addr)
 	tr.pki.switchTo(tr.pki.gateway, gwLeaf, newCA.PEM)
 	caRotated := time.Now()
-	testenv.WaitFor(t, time.Minute, "the gateway's connections made before the CA rotation closed", func() (bool, error) {
-		now, err := establishedClients(addr)
-		for c := range now {
-			if before[c] {
-				return false, err
-			}
-		}
-		return err == nil, err
-	})
+	wait("the gateway's connections made before the CA rotation closed")
 	from, err := gw.accepted()
 	require.NoError(t, err)
 	tr.waitTraffic(ip, from+10000, time.Minute, "the agent delivering over connections made after the old client CA is gone")
@@ -349,18 +361,9 @@ func TestGatewayMutualTLS(t *testing.T) {
 	})
 	tr.pki.switchTo(tr.pki.agent, agentLeaf, newCA.PEM)
 	testenv.WaitFor(t, time.Minute, "the agent reading its CA file of the new CA alone", caChanged(2))
-	before, err = establishedClients(addr)
-	require.NoError(t, err)
+	wait = connectionsNow(t, addr)
 	serverRotated := time.Now()
-	testenv.WaitFor(t, time.Minute, "the agent's connections made before the gateway's CA rotation closed", func() (bool, error) {
-		now, err := establishedClients(addr)
-		for c := range now {
-			if before[c] {
-				return false, err
-			}
-		}
-		return err == nil, err
-	})
+	wait("the agent's connections made before the gateway's CA rotation closed")
 	from, err = gw.accepted()
 	require.NoError(t, err)
 	tr.waitTraffic(ip, from+10000, time.Minute, "the agent delivering to the gateway of the new CA, trusting the new CA alone")
