@@ -138,13 +138,6 @@ func (p *tierPKI) tlsClient(leaf *testcert.Leaf) credentials.TransportCredential
 	return credentials.NewTLS(cfg)
 }
 
-// servedSerial is the serial of the certificate the gateway serves to a
-// new connection now (the client presents the agent's first certificate,
-// so that the gateway counts no refusal).
-func (p *tierPKI) servedSerial(addr string) (string, error) {
-	return servedSerial(addr, p.agentLeaf, p.ca)
-}
-
 // servedSerial is the serial of the certificate the gateway at addr
 // serves to a new connection of a client that presents client and trusts
 // cas (all the CAs the gateway's certificate may be of: a client that
@@ -316,7 +309,7 @@ func TestGatewayMutualTLS(t *testing.T) {
 	tr.pki.switchTo(tr.pki.gateway, gwLeaf, bytes.Join([][]byte{tr.pki.ca.PEM, newCA.PEM}, nil))
 	tr.pki.switchTo(tr.pki.agent, agentLeaf, tr.pki.ca.PEM)
 	testenv.WaitFor(t, time.Minute, "the gateway serving its new certificate", func() (bool, error) {
-		serial, err := tr.pki.servedSerial(addr)
+		serial, err := servedSerial(addr, tr.pki.agentLeaf, tr.pki.ca)
 		return err == nil && serial == gwLeaf.Cert.SerialNumber.String(), nil
 	})
 	waitExpiry(t, gw.env, "server", gwLeaf, "the gateway's expiry gauge following its new certificate")
