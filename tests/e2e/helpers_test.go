@@ -57,6 +57,9 @@ func figures(t *testing.T, name string, srv *ingest.Server, sent *int64) {
 		t.Logf("e2e %s: sent=%s arrived=%d duplicates=%d early_retries=%d 413=%d requests=%d wall=%s",
 			name, s, st.SamplesAccepted, st.Seq.Duplicates, st.EarlyRetries,
 			st.RequestsByStatus[http.StatusRequestEntityTooLarge], requests, time.Since(start).Round(100*time.Millisecond))
+		if f := testenv.FailureSummary(t); f != "" {
+			t.Logf("failed (the whole message is above, before the cleanups' logs): %s", f)
+		}
 	})
 }
 

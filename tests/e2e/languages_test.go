@@ -198,9 +198,13 @@ func languages() []language {
 		{
 			name: "erlang", version: []string{"/usr/bin/erl", "-noshell", "-eval", `io:format("OTP ~s, ERTS ~s~n", [erlang:system_info(otp_release), erlang:system_info(version)]), halt().`},
 			hot: "nxv_hot",
-			// Most of its samples are lost (20 to 25 in a 1 to 4 minute run
-			// where the others send hundreds): five show the symptom.
-			minSamples: 5,
+			// Most of its samples are lost: CI runs took 5 to 7 in 37 s to
+			// 2m44s where the others sent hundreds, and one (cd93280) had
+			// fewer than 5 after 300 s. The symptom is the collector's log
+			// line and no Erlang frame; one sample under its service name
+			// shows that it is named, and the run no longer waits minutes
+			// for a handful.
+			minSamples: 1,
 			unniced:    true,
 			command: func(dir, src string, secs int) ([]string, error) {
 				return []string{"/usr/bin/erl", "-noshell", "-pa", dir, "-s", "nxv_burn", "main", fmt.Sprint(secs)}, runStep(dir, "/usr/bin/erlc", "-o", dir, filepath.Join(src, "nxv_burn.erl"))
@@ -353,7 +357,7 @@ func TestLanguageCoverage(t *testing.T) {
 		}
 		return languageDiagnosis(shortProgs, got, sinkPath, collector)
 	}
-	testenv.WaitFor(t, languageMaxSeconds*time.Second, fmt.Sprintf("%d s and %d samples of every runtime at the double (Erlang: 5)", languageRunSeconds, languageMinSamples), func() (bool, error) {
+	testenv.WaitFor(t, languageMaxSeconds*time.Second, fmt.Sprintf("%d s and %d samples of every runtime at the double (Erlang: 1)", languageRunSeconds, languageMinSamples), func() (bool, error) {
 		readUsage()
 		for i, p := range procs {
 			if done, err := p.Exited(); done {

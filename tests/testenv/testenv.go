@@ -248,6 +248,7 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, erro
 	for {
 		ok, err := cond()
 		if err != nil {
+			recordFailure(t, fmt.Sprintf("waiting for %s: %v", what, err))
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		if ok {
@@ -255,10 +256,36 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, erro
 		}
 		select {
 		case <-ctx.Done():
+			recordFailure(t, fmt.Sprintf("waiting for %s: timed out after %s", what, d))
 			t.Fatalf("waiting for %s: %v", what, errors.New("timed out after "+d.String()))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// failures holds, per test name, the first line of the failure WaitFor
+// reported: a long failure message is followed by the cleanups' logs
+// (collector output, the double's requests), and CI shows only a test's
+// last lines.
+var failures sync.Map
+
+// recordFailure keeps msg's first line, at most 600 bytes, for FailureSummary.
+func recordFailure(t testing.TB, msg string) {
+	line, _, _ := strings.Cut(msg, "\n")
+	if len(line) > 600 {
+		line = line[:600] + "…"
+	}
+	failures.LoadOrStore(t.Name(), line)
+}
+
+// FailureSummary returns the first line of the failure WaitFor reported for
+// t, or "": a cleanup that logs last repeats it, so that it is among the
+// lines a CI excerpt shows.
+func FailureSummary(t testing.TB) string {
+	if v, ok := failures.Load(t.Name()); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // Artifacts returns the directory where a test keeps what it leaves for
