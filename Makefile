@@ -168,7 +168,13 @@ manifests: $(HELM)
 # TestDistArchives checks them).
 #
 # The machine's packages (make machine-prereqs) are prepared in the
-# background while the collector compiles; the unit tests wait for them.
+# background while the collector compiles; the e2e test binary and the unit
+# tests' compile wait for them. The unit tests run after the tests of
+# figures: while those run, go vet of the system test packages and the unit
+# test packages' compile (with their go vet checks) run in the background at
+# idle priority (`go test -run '^$'`: compiled, vetted and linked, no test
+# run), so that the unit tests then take their warm time, not the 180 s
+# they took cold in front of everything (ci9, 6 December 2026).
 # What only later steps need is made in the background too, at low or idle
 # priority (LOW_PRIORITY, IDLE_PRIORITY below): kube-apiserver from the
 # start; once ocb has written the sources, the small Windows binary, the
@@ -200,16 +206,17 @@ test:
 	echo "== make test: in the background: the machine's packages (make machine-prereqs, log in $(TEST_LOG_DIR)/machine-prereqs.log) and, at low priority, kube-apiserver and helm (log in $(TEST_LOG_DIR)/kube-apiserver.log)"; \
 	( $(call timed,machine prereqs,$(MAKE) --no-print-directory machine-prereqs) ) >$(TEST_LOG_DIR)/machine-prereqs.log 2>&1 & machine=$$!; \
 	( $(call timed,background kube-apiserver and helm,$(LOW_PRIORITY) $(MAKE) --no-print-directory kube-apiserver helm) ) >$(TEST_LOG_DIR)/kube-apiserver.log 2>&1 & kube=$$!; \
-	checks=; fail() { wait $$machine $$kube $$checks; exit 1; }; \
+	checks=; units=; fail() { wait $$machine $$kube $$checks $$units; exit 1; }; \
 	{ $(call timed,sources (ocb),$(MAKE) --no-print-directory sources); } || fail; \
 	echo "== make test: in the background, at idle priority: the small Windows binary, the type-check of $(TYPECHECK_TARGETS) and go tool pprof (log in $(TEST_LOG_DIR)/background.log)"; \
 	( $(call timed,background windows test binary typecheck and go tool pprof,$(IDLE_PRIORITY) $(MAKE) --no-print-directory windows-test-binary typecheck SOURCES_READY=1 && $(IDLE_PRIORITY) $(GO) tool pprof -h >/dev/null 2>&1) ) >$(TEST_LOG_DIR)/background.log 2>&1 & checks=$$!; \
 	{ $(call timed,build,$(MAKE) --no-print-directory build SOURCES_READY=1); } || fail; \
-	{ $(call timed,vet (system test packages; the unit tests vet the others),$(GO) vet $(SYSTEM_TEST_PACKAGES) && $(GO) vet -tags bench ./tests/bench/ && $(GO) vet -tags dist ./tests/manifests/); } || fail; \
 	$(call WAIT_BACKGROUND,machine prereqs,$$machine,machine-prereqs,make machine-prereqs,fail) \
-	{ $(call timed,unit tests (and go vet's every check),$(GO) test -vet=all $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v $(patsubst ./%/,-e /%,$(SYSTEM_TEST_PACKAGES)))); } || fail; \
+	echo "== make test: in the background, at idle priority: go vet of the system test packages and the unit tests compiled, vetted and linked (log in $(TEST_LOG_DIR)/unit-compile.log)"; \
+	( $(call timed,background vet and unit tests' compile,$(IDLE_PRIORITY) $(GO) vet $(SYSTEM_TEST_PACKAGES) && $(IDLE_PRIORITY) $(GO) vet -tags bench ./tests/bench/ && $(IDLE_PRIORITY) $(GO) vet -tags dist ./tests/manifests/ && $(IDLE_PRIORITY) $(GO) test -vet=all -count=1 -run '^$$' $$($(UNIT_PACKAGES)) >/dev/null) ) >$(TEST_LOG_DIR)/unit-compile.log 2>&1 & units=$$!; \
+	fail() { wait $$machine $$kube $$checks $$units; exit 1; }; \
 	$(MAKE) --no-print-directory e2e-test-binary || fail; \
-	internal/buildtools/background.sh idle $$kube $$checks; \
+	internal/buildtools/background.sh idle $$kube $$checks $$units; \
 	$(call SYSTEM_PHASES,test,$(TEST_AFTER_FIGURES),$(TEST_BEFORE_KUBERNETES),$(TEST_BEFORE_MANIFESTS)); \
 	echo "== make test: all took $$(( $$(date +%s) - start ))s"
 
@@ -224,13 +231,20 @@ LOW_PRIORITY := nice -n 19
 IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0) nice -n 19
 
 # make test's steps between the system-test phases (SYSTEM_PHASES below):
-# the background builds back to low priority after the tests of figures;
+# the background builds back to low priority after the tests of figures,
+# then the unit tests, once their background compile is done (a failed
+# compile or go vet ends make test; a failed unit test is recorded as a
+# failed phase and the system tests go on);
 # the Kubernetes tests wait for kube-apiserver and helm (built in one
 # background job; the manifest tests, which render the chart, start after
 # the Kubernetes tests, so they have helm too), the manifest and container
 # tests for the small Windows binary and the type-check. A failed build
 # prints its log and ends make test once the phases started are done.
-TEST_AFTER_FIGURES = internal/buildtools/background.sh low $$kube $$checks;
+TEST_AFTER_FIGURES = internal/buildtools/background.sh low $$kube $$checks $$units; \
+	$(call WAIT_BACKGROUND,vet and the unit tests' compile,$$units,unit-compile,go vet or a unit test package's compile (or its go vet check),fail) \
+	{ $(call timed,unit tests (and go vet's every check),$(GO) test -vet=all $(GO_TEST_FLAGS) $$($(UNIT_PACKAGES))); } || echo "unit tests" >>$(TEST_LOG_DIR)/failed;
+# The unit test packages: every package but the system tests'.
+UNIT_PACKAGES = $(GO) list ./... | grep -v $(patsubst ./%/,-e /%,$(SYSTEM_TEST_PACKAGES))
 TEST_BEFORE_KUBERNETES = $(call WAIT_BACKGROUND,kube-apiserver and helm,$$kube,kube-apiserver,the kube-apiserver or helm build,wait $$rest $$checks; exit 1)
 TEST_BEFORE_MANIFESTS = $(call WAIT_BACKGROUND,the background checks,$$checks,background,a background step,wait $$rest $$k8s; exit 1)
 # $(call WAIT_BACKGROUND,<step>,<job>,<log>,<what failed>,<on failure>):
