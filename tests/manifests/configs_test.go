@@ -362,4 +362,26 @@ func TestValidateRejects(t *testing.T) {
 	if out, err := validate(t, bin, agent, cleanEnv("NEXOVUE_KEY="+validateKey, "NEXOVUE_QUEUE_MAX_MIB=0"), testenv.FeatureGate); err == nil || !strings.Contains(out, bound) {
 		t.Errorf("validate with NEXOVUE_QUEUE_MAX_MIB=0: err=%v, want %q:\n%s", err, bound, out)
 	}
+
+	// tls settings beside the mtls extension, which would replace them
+	// without a word (converter/mtlsconverter): the shipped agent's
+	// exporter with a ca_file, the gateway's receiver with a client_ca_file.
+	for _, c := range []struct{ file, anchor, tls, want string }{
+		{"agent-to-gateway.yaml", "    middlewares:\n      - id: mtls\n", "    tls:\n      ca_file: /etc/ca.crt\n",
+			"exporters::otlp_grpc/gateway::tls::ca_file: set beside the mtls extension in exporters::otlp_grpc/gateway::middlewares"},
+		{"gateway.yaml", "        middlewares:\n          - id: mtls\n", "        tls:\n          client_ca_file: /etc/ca.crt\n",
+			"receivers::otlp::protocols::grpc::tls::client_ca_file: set beside the mtls extension in receivers::otlp::protocols::grpc::middlewares"},
+	} {
+		shipped := string(mustRead(t, repoPath(t, "distributions", "otelcol-nexovue", c.file)))
+		if strings.Count(shipped, c.anchor) != 1 {
+			t.Fatalf("%s: want its mtls middlewares once, as %q", c.file, c.anchor)
+		}
+		both := filepath.Join(t.TempDir(), c.file)
+		if err := os.WriteFile(both, []byte(strings.Replace(shipped, c.anchor, c.tls+c.anchor, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := validate(t, bin, both, env, testenv.FeatureGate); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("validate of %s with tls beside mtls: err=%v, want %q:\n%s", c.file, err, c.want, out)
+		}
+	}
 }
