@@ -421,3 +421,60 @@ func TestGatewayMutualTLSCost(t *testing.T) {
 		per10k(mtls.gateway), per10k(plain.gateway), float64(mtls.gateway)/float64(max(plain.gateway, time.Millisecond)),
 		per10k(mtls.agent), per10k(plain.agent), float64(mtls.agent)/float64(max(plain.agent, time.Millisecond)), testenv.LoadAvg())
 }
+
+// TestAgentRefusesAnUntrustedGateway: an agent whose CA file does not hold
+// the gateway's CA (a wrong Secret) refuses the gateway at the handshake,
+// and says so: otelcol_mtls_handshakes_refused{role="client",
+// reason="unknown_authority"} on its own :8888 grows, and it logs the
+// failure once however often it retries. Nothing reaches the gateway
+// meanwhile; the agent keeps the batches in its queue. Once the right CA
+// is written to its file (reload_interval, no restart) everything the
+// agent accepted arrives, each sample once.
+func TestAgentRefusesAnUntrustedGateway(t *testing.T) {
+	t.Parallel() // see main_test.go
+	srv := ingest.StartForTest(t, ingest.Config{Keys: []string{tierKey}})
+	var sent int64
+	figures(t, "agent-untrusted-gateway", srv, &sent)
+	tr := newGatewayTier(t, srv)
+	tr.pki.reload = "1s"
+	other := testcert.NewCA(t, "not the gateway's CA")
+	tr.pki.switchTo(tr.pki.agent, tr.pki.agentLeaf, other.PEM)
+	ip := "127.0.0.8"
+	gw := tr.startGateway(ip, "")
+	ports, agents := tr.startAgents(1, "")
+	agentEnv := tr.agentEnvs[0]
+
+	load := startTierLoad(t, ports, 500, 100*time.Millisecond)
+	clientRefused := func() float64 {
+		v, err := scrapeMetric(agentEnv, "otelcol_mtls_handshakes_refused", `role="client"`, `reason="unknown_authority"`)
+		require.NoError(t, err)
+		return v
+	}
+	testenv.WaitFor(t, time.Minute, "the agent counting three handshakes refused for the gateway's unknown CA", func() (bool, error) {
+		return clientRefused() >= 3, nil
+	})
+	refusedWhileWrong := clientRefused()
+	accepted, err := gw.accepted()
+	require.NoError(t, err)
+	require.Zero(t, accepted, "the gateway accepted samples from an agent that does not trust it")
+	require.Zero(t, srv.Stats().SamplesAccepted, "samples reached the ingest through a gateway the agent does not trust")
+	lines := strings.Count(agents[0].Output(), "mtls: the TLS handshake with the server failed")
+	require.Equal(t, 1, lines, "one log line for %v refusals within a minute", refusedWhileWrong)
+	require.Contains(t, agents[0].Output(), `"reason": "unknown_authority"`)
+
+	// The right CA, written as a Secret's update is: the agent reads it at
+	// its next connection and delivers what it kept.
+	fixed := time.Now()
+	tr.pki.switchTo(tr.pki.agent, tr.pki.agentLeaf, tr.pki.ca.PEM)
+	tr.waitTraffic(ip, 0, time.Minute, "the agent delivering once its CA file holds the gateway's CA")
+	delivered := time.Since(fixed)
+	load.stop()
+	require.NoError(t, load.err())
+	sent = load.next.Load()
+	waitAllSeq(t, srv, sent, 2*time.Minute)
+	st := srv.Stats()
+	require.Equal(t, sent, int64(st.Seq.Distinct))
+	require.Zero(t, st.Seq.Duplicates, "samples arrived twice")
+	t.Logf("figure: agent refusing an untrusted gateway: %v handshakes refused (one log line) while its CA file was wrong; the gateway's first samples %s after the right CA was written; %d samples delivered once",
+		refusedWhileWrong, delivered.Round(100*time.Millisecond), sent)
+}
