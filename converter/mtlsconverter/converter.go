@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -42,19 +43,14 @@ type converter struct{}
 // mtls extension. It never changes the configuration.
 func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 	var errs []error
-	for _, kind := range []string{"receivers", "exporters"} {
-		components, ok := conf.Get(kind).(map[string]any)
+	for _, kind := range []struct{ key, role string }{{"receivers", "server"}, {"exporters", "client"}} {
+		components, ok := conf.Get(kind.key).(map[string]any)
 		if !ok {
 			continue
 		}
-		ids := make([]string, 0, len(components))
-		for id := range components {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(components)) {
 			if settings, ok := components[id].(map[string]any); ok {
-				errs = append(errs, check(kind+confmap.KeyDelimiter+id, settings, 0)...)
+				errs = append(errs, check(kind.key+confmap.KeyDelimiter+id, kind.role, settings, 0)...)
 			}
 		}
 	}
@@ -62,36 +58,27 @@ func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
 }
 
 // check looks for a map with middlewares naming an mtls extension in
-// settings (at path) and below it, and returns an error for each tls
-// setting beside it.
-func check(path string, settings map[string]any, depth int) []error {
+// settings (at path, of a gRPC server or client: role) and below it, and
+// returns an error for each tls setting beside it.
+func check(path, role string, settings map[string]any, depth int) []error {
 	var errs []error
 	if id := mtlsMiddleware(settings["middlewares"]); id != "" {
 		if tls, ok := settings["tls"].(map[string]any); ok {
-			keys := make([]string, 0, len(tls))
-			for k, v := range tls {
-				if !isZero(v) {
-					keys = append(keys, k)
+			for _, k := range slices.Sorted(maps.Keys(tls)) {
+				if isZero(tls[k]) {
+					continue
 				}
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
 				errs = append(errs, fmt.Errorf("%s%stls%s%s: set beside the %s extension in %s%smiddlewares, whose TLS credentials replace this %s's tls settings, so it would be ignored: set it on extensions%s%s instead, or remove %s from middlewares",
-					path, confmap.KeyDelimiter, confmap.KeyDelimiter, k, id, path, confmap.KeyDelimiter, role(path), confmap.KeyDelimiter, id, id))
+					path, confmap.KeyDelimiter, confmap.KeyDelimiter, k, id, path, confmap.KeyDelimiter, role, confmap.KeyDelimiter, id, id))
 			}
 		}
 	}
 	if depth >= maxDepth {
 		return errs
 	}
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		if sub, ok := settings[k].(map[string]any); ok && k != "tls" {
-			errs = append(errs, check(path+confmap.KeyDelimiter+k, sub, depth+1)...)
+			errs = append(errs, check(path+confmap.KeyDelimiter+k, role, sub, depth+1)...)
 		}
 	}
 	return errs
@@ -118,14 +105,6 @@ func mtlsMiddleware(v any) string {
 		}
 	}
 	return ""
-}
-
-// role is "server" for a receiver's settings, "client" for an exporter's.
-func role(path string) string {
-	if strings.HasPrefix(path, "receivers"+confmap.KeyDelimiter) {
-		return "server"
-	}
-	return "client"
 }
 
 // isZero reports whether a tls setting holds its default: false, "", 0,

@@ -65,7 +65,7 @@ func TestConvert(t *testing.T) {
 				for _, w := range tt.wantErr {
 					assert.Contains(t, err.Error(), w)
 				}
-				assert.Len(t, splitLines(err.Error()), len(tt.wantErr), "one error per setting: %v", err)
+				assert.Len(t, strings.Split(err.Error(), "\n"), len(tt.wantErr), "one error per setting: %v", err)
 			}
 			assert.Equal(t, before, conf.ToStringMap(), "the converter must not change the configuration")
 		})
@@ -85,5 +85,3 @@ func TestConvertDeepSettingsAreBounded(t *testing.T) {
 	conf := confmap.NewFromStringMap(map[string]any{"exporters": map[string]any{"x": deep}})
 	require.NoError(t, converter{}.Convert(context.Background(), conf))
 }
-
-func splitLines(s string) []string { return strings.Split(s, "\n") }
