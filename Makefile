@@ -214,7 +214,6 @@ test:
 	$(call WAIT_BACKGROUND,machine prereqs,$$machine,machine-prereqs,make machine-prereqs,fail) \
 	echo "== make test: in the background, at idle priority: go vet of the system test packages and the unit tests compiled, vetted and linked (log in $(TEST_LOG_DIR)/unit-compile.log)"; \
 	( $(call timed,background vet and unit tests' compile,$(IDLE_PRIORITY) $(GO) vet $(SYSTEM_TEST_PACKAGES) && $(IDLE_PRIORITY) $(GO) vet -tags bench ./tests/bench/ && $(IDLE_PRIORITY) $(GO) vet -tags dist ./tests/manifests/ && $(IDLE_PRIORITY) $(GO) test -vet=all -count=1 -run '^$$' $$($(UNIT_PACKAGES)) >/dev/null) ) >$(TEST_LOG_DIR)/unit-compile.log 2>&1 & units=$$!; \
-	fail() { wait $$machine $$kube $$checks $$units; exit 1; }; \
 	$(MAKE) --no-print-directory e2e-test-binary || fail; \
 	internal/buildtools/background.sh idle $$kube $$checks $$units; \
 	$(call SYSTEM_PHASES,test,$(TEST_AFTER_FIGURES),$(TEST_BEFORE_KUBERNETES),$(TEST_BEFORE_MANIFESTS)); \
