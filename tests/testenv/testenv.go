@@ -5,7 +5,6 @@ package testenv // import "github.com/nexovue/otelcol-nexovue/tests/testenv"
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -248,16 +247,14 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, erro
 	for {
 		ok, err := cond()
 		if err != nil {
-			recordFailure(t, fmt.Sprintf("waiting for %s: %v", what, err))
-			t.Fatalf("waiting for %s: %v", what, err)
+			fail(t, fmt.Sprintf("waiting for %s: %v", what, err))
 		}
 		if ok {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			recordFailure(t, fmt.Sprintf("waiting for %s: timed out after %s", what, d))
-			t.Fatalf("waiting for %s: %v", what, errors.New("timed out after "+d.String()))
+			fail(t, fmt.Sprintf("waiting for %s: timed out after %s", what, d))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -269,13 +266,16 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, erro
 // last lines.
 var failures sync.Map
 
-// recordFailure keeps msg's first line, at most 600 bytes, for FailureSummary.
-func recordFailure(t testing.TB, msg string) {
+// fail keeps msg's first line, at most 600 bytes, for FailureSummary, and
+// fails t with msg.
+func fail(t testing.TB, msg string) {
+	t.Helper()
 	line, _, _ := strings.Cut(msg, "\n")
 	if len(line) > 600 {
 		line = line[:600] + "…"
 	}
 	failures.LoadOrStore(t.Name(), line)
+	t.Fatal(msg)
 }
 
 // FailureSummary returns the first line of the failure WaitFor reported for
