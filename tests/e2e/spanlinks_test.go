@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,6 +162,23 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		end = max(end, s.EndUnixNano)
 	}
 	var events []linkedEvent
+	waited := false
+	defer func() {
+		if waited {
+			return
+		}
+		// What there was, for the failure.
+		last := int64(math.MinInt64)
+		for _, e := range events {
+			last = max(last, e.from)
+		}
+		if len(events) == 0 {
+			t.Logf("no sample event of the hot thread (waiting for one after %v past the last span's end)", after)
+		} else {
+			t.Logf("%d sample events of the hot thread, the last starting %v after the last span's end (waiting for one after %v)",
+				len(events), time.Duration(last-end), after)
+		}
+	}()
 	testenv.WaitFor(t, 3*time.Minute, "samples after the last span", func() (bool, error) {
 		var err error
 		events, err = hotEvents(sinkPath, sb.service, tid)
@@ -171,6 +189,7 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		}
 		return false, err
 	})
+	waited = true
 	sb.stop(t)
 	return spans, events
 }
