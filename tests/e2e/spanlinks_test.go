@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +23,9 @@ import (
 )
 
 // spanPhase is how long tests/e2e/testdata/spanburn burns in each phase:
-// outside any span, in span A, in B (A's child), in root span C, outside.
+// outside any span, in span A, in B (A's child), in root span C; then it
+// burns outside any span until the test has the samples it waits for
+// (spanburn.stop).
 // At the agent's 19 samples a second, 6 s is 114 samples of a thread that
 // has a CPU to itself, and dozens on a loaded machine.
 const spanPhase = 6 * time.Second
@@ -97,12 +100,13 @@ func startSpanburn(t *testing.T, service string) *spanburn {
 	return sb
 }
 
-// run starts the phases and waits for them to end, returning the spans.
+// run starts the phases and waits for the last span to end, returning the
+// spans; spanburn then burns outside them until stop.
 func (sb *spanburn) run(t *testing.T) []recordedSpan {
 	t.Helper()
 	require.NoError(t, sb.p.Cmd.Process.Signal(syscall.SIGUSR1))
 	var spans []recordedSpan
-	testenv.WaitFor(t, 5*spanPhase+time.Minute, "spanburn's phases to end", func() (bool, error) {
+	testenv.WaitFor(t, 4*spanPhase+time.Minute, "spanburn's spans to end", func() (bool, error) {
 		b, err := os.ReadFile(sb.spans)
 		if err != nil || !strings.HasSuffix(string(b), "done\n") {
 			return false, nil
@@ -133,10 +137,19 @@ func (sb *spanburn) run(t *testing.T) []recordedSpan {
 	return spans
 }
 
+// stop ends spanburn's last phase: it stops burning.
+func (sb *spanburn) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, sb.p.Cmd.Process.Signal(syscall.SIGUSR2))
+}
+
 // runAndCollect waits until the file exporter's output at sinkPath holds
 // the program's hot function (thread tid, -1 for any), runs the phases, and
 // waits for a sample (or a profile) that starts more than after past the
-// last span's end; it returns the spans and the hot events.
+// last span's end, then stops the program; it returns the spans and the hot
+// events. The program burns outside the spans until then: on a loaded host
+// its thread may go without a sample for seconds, and a last phase of fixed
+// length could end before one came (TestSpanLinksEBPF, 2026-12-06).
 func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, after time.Duration) ([]recordedSpan, []linkedEvent) {
 	t.Helper()
 	testenv.WaitFor(t, 2*time.Minute, "the collector to send spanburn's main.hot", func() (bool, error) {
@@ -149,6 +162,23 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		end = max(end, s.EndUnixNano)
 	}
 	var events []linkedEvent
+	waited := false
+	defer func() {
+		if waited {
+			return
+		}
+		// What there was, for the failure.
+		last := int64(math.MinInt64)
+		for _, e := range events {
+			last = max(last, e.from)
+		}
+		if len(events) == 0 {
+			t.Logf("no sample event of the hot thread (waiting for one after %v past the last span's end)", after)
+		} else {
+			t.Logf("%d sample events of the hot thread, the last starting %v after the last span's end (waiting for one after %v)",
+				len(events), time.Duration(last-end), after)
+		}
+	}()
 	testenv.WaitFor(t, 3*time.Minute, "samples after the last span", func() (bool, error) {
 		var err error
 		events, err = hotEvents(sinkPath, sb.service, tid)
@@ -159,6 +189,8 @@ func (sb *spanburn) runAndCollect(t *testing.T, sinkPath string, tid int64, afte
 		}
 		return false, err
 	})
+	waited = true
+	sb.stop(t)
 	return spans, events
 }
 

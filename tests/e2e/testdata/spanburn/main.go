@@ -4,11 +4,15 @@
 // spanburn is the Go service of the span link tests: instrumented with the
 // OpenTelemetry Go SDK and otel-profiling-go (all-spans scope), it burns CPU
 // in one hot function on one locked OS thread, outside any span until it
-// receives SIGUSR1, then inside span A, inside span B (a child of A), inside
-// a new root span C, and outside again, each phase for -phase. An in-process
-// span recorder writes each span's trace ID, span ID, parent, start and end
-// to -spans as JSON lines; "done" follows the last phase. It serves
-// net/http/pprof on -listen throughout, and runs until killed.
+// receives SIGUSR1, then outside again, inside span A, inside span B (a
+// child of A) and inside a new root span C, each phase for -phase, and then
+// outside any span until it receives SIGUSR2: the test stops it once the
+// samples it waits for have arrived, however little CPU the thread got (a
+// last phase of fixed length could pass without a sample on a loaded
+// host). An in-process span recorder writes each span's trace ID, span ID,
+// parent, start and end to -spans as JSON lines; "done" follows the last
+// span, at the start of the last phase. It serves net/http/pprof on -listen
+// throughout, and runs until killed.
 package main
 
 import (
@@ -85,13 +89,30 @@ func hot(n int) uint64 {
 	return x
 }
 
-// burn runs hot until d has passed.
+// burn runs hot while more says so.
 //
 //go:noinline
-func burn(d time.Duration) {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
+func burn(more func() bool) {
+	for more() {
 		sink += hot(20_000)
+	}
+}
+
+// until is burn's condition for a phase that ends at t.
+func until(t time.Time) func() bool {
+	return func() bool { return time.Now().Before(t) }
+}
+
+// untilSignal is burn's condition for a phase that ends when a signal
+// arrives on c.
+func untilSignal(c <-chan os.Signal) func() bool {
+	return func() bool {
+		select {
+		case <-c:
+			return false
+		default:
+			return true
+		}
 	}
 }
 
@@ -118,30 +139,28 @@ func main() {
 
 	start := make(chan os.Signal, 1)
 	signal.Notify(start, syscall.SIGUSR1)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGUSR2)
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		rec.tid = syscall.Gettid()
 		log.Printf("spanburn: burning on thread %d, pprof on %s", rec.tid, ln.Addr())
 		// Outside any span until the test says go.
-		for waiting := true; waiting; {
-			select {
-			case <-start:
-				waiting = false
-			default:
-				burn(50 * time.Millisecond)
-			}
-		}
+		burn(untilSignal(start))
 		ctx := context.Background()
 		var spans []trace.Span
-		// The same call site of burn in every phase: one stack for all.
-		for _, step := range []string{"", "A", "B", "C", ""} {
+		endSpans := func() {
+			for i := len(spans) - 1; i >= 0; i-- {
+				spans[i].End()
+			}
+			spans = spans[:0]
+		}
+		steps := []string{"", "A", "B", "C", ""}
+		for i, step := range steps {
 			switch step {
 			case "A", "C":
-				for i := len(spans) - 1; i >= 0; i-- {
-					spans[i].End()
-				}
-				spans = spans[:0]
+				endSpans()
 				var s trace.Span
 				ctx, s = tracer.Start(context.Background(), step, trace.WithNewRoot())
 				spans = append(spans, s)
@@ -150,21 +169,26 @@ func main() {
 				ctx, s = tracer.Start(ctx, step)
 				spans = append(spans, s)
 			default:
-				for i := len(spans) - 1; i >= 0; i-- {
-					spans[i].End()
-				}
-				spans = spans[:0]
+				endSpans()
 			}
-			burn(*phase)
+			more := until(time.Now().Add(*phase))
+			if i == len(steps)-1 {
+				// The spans are all recorded: outside any span until the
+				// test has its samples.
+				rec.mu.Lock()
+				_, err := f.WriteString("done\n")
+				rec.mu.Unlock()
+				if err != nil {
+					log.Fatal(err)
+				}
+				log.Print("spanburn: spans done; burning outside them until SIGUSR2")
+				more = untilSignal(stop)
+			}
+			// The same call site of burn in every phase: one stack for all.
+			burn(more)
 		}
 		_ = ctx
-		rec.mu.Lock()
-		_, err := f.WriteString("done\n")
-		rec.mu.Unlock()
-		if err != nil {
-			log.Fatal(err)
-		}
-		log.Print("spanburn: done")
+		log.Print("spanburn: stopped")
 		close(done)
 	}()
 	<-done
