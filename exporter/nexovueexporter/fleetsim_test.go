@@ -69,6 +69,9 @@ type simResult struct {
 	limit             int
 	// throttledBy counts each collector's 429s (by client).
 	throttledBy []int
+	// coarse counts the collectors whose pacing found their share coarse
+	// (keyState.coarseShare: the exporter's warning).
+	coarse int
 }
 
 // busy is the busy period's accepted rate as % of the limit, and its 429s
@@ -80,9 +83,9 @@ func (r simResult) busy() (acceptedPct, throttledPct float64) {
 
 func (r simResult) String() string {
 	busyPct, busy429 := r.busy()
-	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d busy_period=%s: accepted=%.1f%% of the limit, 429=%.2f%%; last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v",
+	return fmt.Sprintf("offered=%d accepted=%d requests=%d 429=%d inside_own_retry_after=%d busy_period=%s: accepted=%.1f%% of the limit, 429=%.2f%%; last_30s: accepted=%.1f%% of the limit, 429=%d of %d (%.2f%%), per 5 s: %v; collectors warned of a coarse share: %d",
 		r.offered, r.accepted, r.requests, r.throttled, r.clientEarly, r.lastOKAt.Sub(r.firstAt), busyPct, busy429,
-		r.lastAcceptedPct(), r.last429, r.lastRequests, r.last429Pct(), r.perWindow)
+		r.lastAcceptedPct(), r.last429, r.lastRequests, r.last429Pct(), r.perWindow, r.coarse)
 }
 
 func (r simResult) lastAcceptedPct() float64 {
@@ -325,6 +328,11 @@ func runFleetSimKeys(t *testing.T, cfg simConfig) []simResult {
 		}
 		clock.t = nextEvent(cols, now, loadEnd, step)
 	}
+	for _, c := range cols {
+		if c.s.ad.coarseFound {
+			res[c.key].coarse++
+		}
+	}
 	for k := range res {
 		for i := range res[k].perWindow {
 			res[k].perWindow[i] = 100 * res[k].perWindow[i] / (5 * cfg.limit)
@@ -514,6 +522,7 @@ func TestFleetSimDrainsABurst(t *testing.T) {
 					!assert.Zero(t, res.clientEarly, "seed %d: requests inside their own collector's Retry-After period", seed) {
 					t.Logf("seed %d: %v", seed, res)
 				}
+				assert.Zero(t, res.coarse, "seed %d: a collector of eight, with five requests a second as its share, warned of a coarse share", seed)
 				if !burstBound(res, cfg.collectors, bc.minBusy, bc.perCollector) {
 					t.Errorf("seed %d: busy period at %.1f%% of the limit with %d 429s (%d for one collector): this case asks %.0f%% or more and %d 429s a collector at most in every draw: %v",
 						seed, shares[seed], res.throttled, perCollector[seed], bc.minBusy, bc.perCollector, res)
@@ -551,4 +560,68 @@ func TestFleetSimKeysAreApartInABurst(t *testing.T) {
 	// request's latency of the end of the load: nothing of it was held back.
 	busy := res[1].lastOKAt.Sub(res[1].firstAt)
 	assert.Less(t, busy, cfg.load+cfg.minLat+cfg.jitt, "the quiet key's requests were held back past the end of its load")
+}
+
+// fleetSizeCase is a burst of TestFleetSimFleetSizes: collectors share the
+// key (each offered 40,000/collectors samples/s for 30 s: twice the key's
+// limit together, as the eight of burstScenario), sending requests of
+// request samples, with random first offers and answers of up to 40 ms.
+type fleetSizeCase struct {
+	collectors, request, draws int
+	// coarse: each collector's share is under coarseRequests requests a
+	// second (20,000/collectors < 3*request), and every collector must
+	// warn of it (keyState.coarseShare), in every draw. Otherwise none may,
+	// and every draw drains at minBusy % of the key's limit or more with
+	// at most perCollector 429s for any collector.
+	coarse       bool
+	minBusy      float64
+	perCollector int
+}
+
+var fleetSizeCases = []fleetSizeCase{
+	{collectors: 16, request: 100, draws: 10, minBusy: 85, perCollector: 2},
+	{collectors: 50, request: 100, draws: 10, minBusy: 85, perCollector: 2},
+	{collectors: 16, request: 500, draws: 3, coarse: true},
+	{collectors: 32, request: 500, draws: 3, coarse: true},
+	{collectors: 50, request: 500, draws: 3, coarse: true},
+}
+
+// TestFleetSimFleetSizes: bursts of larger fleets than the e2e fleet's
+// eight (see the README's "Fleet size and request size"). Every draw
+// loses nothing and sends nothing inside its own Retry-After. Where each
+// collector's share is four requests a second or more, the fleet drains
+// the burst near the limit with a 429 or two per collector and nobody
+// warns; where it is under three (requests of 500 samples among 16 or
+// more collectors), pacing cannot find the shares, and every collector
+// warns of it.
+func TestFleetSimFleetSizes(t *testing.T) {
+	t.Parallel() // waits on the clock (or simulates one): beside the others
+	for _, fc := range fleetSizeCases {
+		t.Run(fmt.Sprintf("%d_collectors/requests_of_%d", fc.collectors, fc.request), func(t *testing.T) {
+			t.Parallel()
+			shares := make([]float64, fc.draws)
+			for seed := range fc.draws {
+				cfg := burstScenario(uint64(seed), 40*time.Millisecond)
+				cfg.collectors, cfg.offered, cfg.request = fc.collectors, 2*cfg.limit/fc.collectors, fc.request
+				res := runFleetSim(t, cfg)
+				shares[seed], _ = res.busy()
+				assert.Equal(t, res.offered, res.accepted, "seed %d: every sample accepted once", seed)
+				assert.Positive(t, res.throttled, "seed %d: the burst must have been throttled (else this proves nothing)", seed)
+				assert.Zero(t, res.clientEarly, "seed %d: requests inside their own collector's Retry-After period", seed)
+				if fc.coarse {
+					assert.Equal(t, fc.collectors, res.coarse, "seed %d: every collector warns of its coarse share: %v", seed, res)
+					continue
+				}
+				assert.Zero(t, res.coarse, "seed %d: no collector warns: %v", seed, res)
+				if !burstBound(res, fc.collectors, fc.minBusy, fc.perCollector) {
+					t.Errorf("seed %d: busy period at %.1f%% of the limit with %d 429s (%d for one collector): this case asks %.0f%% or more and %d 429s a collector at most: %v",
+						seed, shares[seed], res.throttled, slices.Max(res.throttledBy), fc.minBusy, fc.perCollector, res)
+				}
+			}
+			sorted := slices.Clone(shares)
+			slices.Sort(sorted)
+			t.Logf("%d collectors, requests of %d samples (a share of %.1f requests a second), %d draws: busy period %% of the limit: min %.1f, median %.1f",
+				fc.collectors, fc.request, float64(20_000)/float64(fc.collectors*fc.request), fc.draws, sorted[0], sorted[len(sorted)/2])
+		})
+	}
 }
