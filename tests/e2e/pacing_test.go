@@ -216,7 +216,6 @@ func runFleet(t *testing.T, name string, noRetryAfter bool, minShare float64) {
 	require.GreaterOrEqual(t, accepted, int64(minShare*30*fleetLimit), "accepted over the last 30 s of load: at least %.0f%% of the key's limit", 100*minShare)
 	require.LessOrEqual(t, throttled, int(0.02*float64(requests)), "429s over the last 30 s of load: at most 2% of the requests")
 	require.Zero(t, st.ClientEarlyRetries, "a collector sent inside a Retry-After period it was given")
-	f.checkCoarseWarnings(t, name)
 }
 
 const (
@@ -237,32 +236,6 @@ type fleet struct {
 	// starts, when set, delays each sender's first batch by its entry
 	// (see randomStarts); otherwise they all start together.
 	starts []time.Duration
-	// collectors are the fleet's collectors (see checkCoarseWarnings).
-	collectors []*testenv.Process
-}
-
-// coarseWarning starts the nexovue exporter's warning that a collector's
-// share of the key is under three of its requests a second.
-const coarseWarning = "nexovue pacing: this collector's share of the key's limit is under three"
-
-// checkCoarseWarnings counts the fleet's collectors that logged
-// coarseWarning. Each of the eight has five requests a second as its
-// share: started together (or in the steady fleets), none may warn (the
-// simulation's eight-collector bursts never do). With random starts the
-// count is logged: the simulation's 400 draws of them never warned, but
-// the several-keys fleet meets more episodes end to end than simulated.
-func (f *fleet) checkCoarseWarnings(t *testing.T, name string) {
-	t.Helper()
-	warned := 0
-	for _, p := range f.collectors {
-		if strings.Contains(p.Output(), coarseWarning) {
-			warned++
-		}
-	}
-	t.Logf("pacing %s collectors that warned of a coarse share: %d of %d", name, warned, len(f.collectors))
-	if f.starts == nil {
-		require.Zero(t, warned, "%s: a collector of eight, each with a share of five requests a second, warned of a coarse share", name)
-	}
 }
 
 // startFleet starts the ingest and the collectors; each sender numbers up
@@ -281,7 +254,7 @@ func startFleet(t *testing.T, name string, noRetryAfter bool, batches int) *flee
 			Headers: map[string]string{agentHeader: fmt.Sprintf("agent-%d", i)}}.write(t, t.TempDir())
 		f.senders[i] = newSteadySender(port, fleetPer, int64(i*fleetPer*batches))
 	}
-	f.collectors = testenv.StartCollectors(t, configs, testenv.CollectorOptions{Env: collectorEnv(testKey)})
+	testenv.StartCollectors(t, configs, testenv.CollectorOptions{Env: collectorEnv(testKey)})
 	return f
 }
 
@@ -358,7 +331,6 @@ func runFleetBurst(t *testing.T, name string, starts []time.Duration, bound burs
 	b := busyPeriod(f.srv.RecentRequests(), "")
 	b.log(t, name, fleetLimit, st.ClientEarlyRetries, len(f.srv.MissingSeq(sent)), st.Seq.Duplicates)
 	b.require(t, name, fleetLimit, bound)
-	f.checkCoarseWarnings(t, name)
 }
 
 // burstBound is what a burst test asserts of each key's busy period: its
@@ -523,7 +495,7 @@ func runFleetBurstSeveralKeys(t *testing.T, name string, starts []time.Duration,
 			rp.Resource().Attributes().PutStr("k8s.namespace.name", keys[r%len(keys)].namespace)
 		}
 	}
-	f.collectors = testenv.StartCollectors(t, configs, testenv.CollectorOptions{Env: []string{
+	testenv.StartCollectors(t, configs, testenv.CollectorOptions{Env: []string{
 		"NEXOVUE_KEY=" + secret["platform"], "NEXOVUE_KEY_PAYMENTS=" + secret["payments"]}})
 	_, _, sent := f.offer(t, batches)
 	waitAllSeq(t, srv, sent, 4*time.Minute)
@@ -552,7 +524,6 @@ func runFleetBurstSeveralKeys(t *testing.T, name string, starts []time.Duration,
 		b.require(t, name, keyLimit, bound)
 	}
 	require.Equal(t, int(sent), st.Seq.Distinct, "a sample reached two keys, or none")
-	f.checkCoarseWarnings(t, name)
 }
 
 // TestPacingShutdownInMemoryQueueSendsHeldBackRequests: with the in-memory
