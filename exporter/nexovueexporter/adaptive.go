@@ -87,12 +87,6 @@ const (
 	// started sending a moment before the key was full) say little of it,
 	// and such a collector joins instead (see throttled).
 	minMeasured = 3
-	// coarseRequests: a rate set by a decrease other than the first one
-	// from the ceiling that is under this many of this collector's
-	// requests a paceWindow tells that its share of the key is coarse (see
-	// coarseShare): as few requests as a first decrease does not take as a
-	// measure.
-	coarseRequests = minMeasured
 	// joinFraction and joinDoubling: a joiner's rate starts at
 	// joinFraction of the ceiling and doubles every joinDoubling that the
 	// Retry-After gate is open (back at the ceiling in 4.3 s).
@@ -149,19 +143,6 @@ type adaptive struct {
 	// rampFrom is when the gate reopened after the decrease that started
 	// joining or equalizing: where the growth counts from (see closeGate).
 	rampFrom time.Time
-	// coarse is what coarseShare reports, once: coarseFound when a
-	// decrease found the share coarse, coarseTold once it was reported.
-	coarse                  coarseShare
-	coarseFound, coarseTold bool
-}
-
-// coarseShare is a rate a decrease set under coarseRequests of this
-// collector's requests a paceWindow.
-type coarseShare struct {
-	// perSecond is the rate set, in samples per second; request is the
-	// mean of the accepted requests remembered, in samples.
-	perSecond float64
-	request   int
 }
 
 // gateClosure is a period the Retry-After gate was closed.
@@ -346,9 +327,7 @@ func (s *keyState) throttled(left time.Time) float64 {
 		start := s.ad.rampFrom
 		accepted := float64(s.acceptedSamples(start, left)) / max(1, left.Sub(start).Seconds()/paceWindow.Seconds())
 		s.ad.equalizedAt = now
-		rate := math.Max(1, math.Max(s.ramp(at), accepted)*(1-equalizeMargin))
-		s.checkCoarse(rate)
-		return s.decrease(now, rate, modeSteady)
+		return s.decrease(now, math.Max(1, math.Max(s.ramp(at), accepted)*(1-equalizeMargin)), modeSteady)
 	case now.Sub(s.ad.decreasedAt) < plateau && rate > current*remeasureBelow &&
 		(s.ad.equalizedAt.IsZero() || now.Sub(s.ad.equalizedAt) > plateau):
 		// Refused during the plateau, at a rate that fitted the fleet at
@@ -375,9 +354,6 @@ func (s *keyState) throttled(left time.Time) float64 {
 	// takes jitterMargin off it).
 	rate = math.Min(current, rate) * (1 - decreaseMargin)
 	rate = math.Max(rate, math.Max(1, minRateFraction*float64(s.ceiling)))
-	if s.adapted() && !reclaiming {
-		s.checkCoarse(rate)
-	}
 	return s.decrease(now, rate, modeSteady)
 }
 
@@ -390,52 +366,6 @@ func (s *keyState) decrease(now time.Time, rate float64, mode int) float64 {
 	// it as the answer comes) or next (closeGate moves rampFrom then).
 	s.ad.rampFrom = maxTime(now, s.notBefore)
 	return rate / paceWindow.Seconds()
-}
-
-// checkCoarse records, for coarseShare, a rate (samples per paceWindow)
-// that a decrease sets under coarseRequests of this collector's requests.
-// throttled calls it for the decreases after the first one from the
-// ceiling, which follow a measure of the fleet's shares (not for a
-// reclaim's, which halves a rate that grew past its share). Caller holds
-// s.mu.
-func (s *keyState) checkCoarse(rate float64) {
-	if s.ad.coarseFound {
-		return
-	}
-	if req := s.meanAccepted(); req > 0 && rate < coarseRequests*float64(req) {
-		s.ad.coarse, s.ad.coarseFound = coarseShare{perSecond: rate / paceWindow.Seconds(), request: req}, true
-	}
-}
-
-// meanAccepted is the mean size, in samples, of the accepted requests
-// remembered (0: none). Caller holds s.mu.
-func (s *keyState) meanAccepted() int {
-	if len(s.ad.accepted) == 0 {
-		return 0
-	}
-	n := 0
-	for _, a := range s.ad.accepted {
-		n += a.samples
-	}
-	return n / len(s.ad.accepted)
-}
-
-// coarseShare reports, once per state, that a decrease set the rate under
-// coarseRequests of this collector's requests a paceWindow, after the first
-// decrease from the ceiling: its share of the key is a few requests a
-// second, so what the ingest accepted of it in a window (whole requests)
-// is a coarse measure of its share, and the fleet's shares do not settle
-// (see the README's "Fleet size and request size": several 429 episodes a
-// burst, and the busy period well under the key's limit). The exporter
-// logs it as a warning.
-func (s *keyState) coarseShare() (coarseShare, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ad.coarseFound || s.ad.coarseTold {
-		return coarseShare{}, false
-	}
-	s.ad.coarseTold = true
-	return s.ad.coarse, true
 }
 
 // acceptedSince is how many accepted requests left in [from, to).

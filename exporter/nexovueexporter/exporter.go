@@ -448,10 +448,6 @@ func (e *nexovueExporter) send(ctx context.Context, p pprofile.Profiles) (outcom
 				e.logger.Info("nexovue ingest throttled the key (HTTP 429): pacing lowered to the rate the ingest accepted, less 3%; it holds for a minute, then climbs back without 429s",
 					zap.Int("samples_per_second", int(rate)), zap.Int("rate_limit", e.cfg.RateLimit.SamplesPerSecond), zap.String("url", e.url))
 			}
-			if c, ok := e.state.coarseShare(); ok {
-				e.logger.Warn("nexovue pacing: this collector's share of the key's limit is under three of its requests a second, too few for the collectors sharing the key to find their shares: expect several 429 episodes in a burst and a drain well under the key's limit; send through the gateway topology (one sender for the key), give these agents a key of their own, or send smaller requests (see the exporter README, Fleet size and request size)",
-					zap.Int("samples_per_second", int(c.perSecond)), zap.Int("request_samples", c.request), zap.Int("rate_limit", e.cfg.RateLimit.SamplesPerSecond), zap.String("url", e.url))
-			}
 		}
 		now := time.Now()
 		until, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now)
